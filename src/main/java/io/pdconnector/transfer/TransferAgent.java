@@ -1,0 +1,63 @@
+package io.pdconnector.transfer;
+
+import java.util.function.BiConsumer;
+
+/**
+ * One NIXL agent. Not thread-safe by design: the connector's step loop is its only caller, which
+ * is what lets the native side run without locks.
+ *
+ * <p>Every handle returned here has exactly one release path on this agent ({@link #deregister},
+ * {@link #release(PreparedDescriptors)}, {@link #release(ReadRequest)}); {@link #close()} refuses
+ * to run while any is still held, so a leak shows up as an error rather than a silent free.
+ */
+public interface TransferAgent extends AutoCloseable {
+
+    String name();
+
+    /** Allocates {@code bytes} of page-aligned DRAM and registers it; the memory lives exactly as long as the registration. */
+    RegisteredRegion allocate(String label, long bytes);
+
+    /** Deregisters the region and frees its memory; the region's segment is unusable afterwards. */
+    void deregister(RegisteredRegion region);
+
+    /** This agent's metadata blob, opaque bytes a peer loads with {@link #loadRemoteMetadata}. */
+    byte[] localMetadata();
+
+    /** Loads a peer's metadata and returns the peer agent's name. */
+    String loadRemoteMetadata(byte[] metadata);
+
+    /** Forgets a peer; descriptor lists prepared for it must not be posted any more. */
+    void invalidateRemote(String remoteAgent);
+
+    /** Prepares descriptors of this agent's own registered memory. */
+    PreparedDescriptors prepareLocal(DescriptorList descriptors);
+
+    /** Prepares descriptors of a peer's registered memory (its metadata must be loaded). */
+    PreparedDescriptors prepareRemote(String remoteAgent, DescriptorList descriptors);
+
+    void release(PreparedDescriptors prepared);
+
+    /**
+     * Posts one READ of {@code localIndices.length} descriptors, local[i] &lt;- remote[i]. With a
+     * non-null {@code notification}, the peer receives it once every byte has landed here.
+     */
+    ReadRequest postRead(PreparedDescriptors local, int[] localIndices, PreparedDescriptors remote,
+            int[] remoteIndices, byte[] notification);
+
+    /** Polls a posted READ; a failed READ throws the typed {@link TransferException}. */
+    TransferStatus status(ReadRequest request);
+
+    /** Releases a READ, cancelling it if it is still in flight. */
+    void release(ReadRequest request);
+
+    void sendNotification(String remoteAgent, byte[] message);
+
+    /** Hands every notification received since the last drain to {@code sink}; returns how many. */
+    int drainNotifications(BiConsumer<String, byte[]> sink);
+
+    /** Regions, prepared lists and READs this agent still holds. */
+    int openHandles();
+
+    @Override
+    void close();
+}

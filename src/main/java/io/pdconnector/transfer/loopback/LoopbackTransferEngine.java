@@ -1,0 +1,50 @@
+package io.pdconnector.transfer.loopback;
+
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferEngine;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * NIXL's semantics in one process, for unit tests and single-process runs: agents find each other
+ * through this engine instead of UCX. A READ copies when its initiator first polls it after posting,
+ * so a test can change the source between post and completion, as a real READ allows.
+ */
+public final class LoopbackTransferEngine implements TransferEngine {
+
+    private final Map<String, LoopbackAgent> agents = new ConcurrentHashMap<>();
+    private final AtomicLong incarnations = new AtomicLong();
+
+    @Override
+    public String kind() {
+        return "loopback";
+    }
+
+    @Override
+    public TransferAgent createAgent(String name) {
+        LoopbackAgent agent = new LoopbackAgent(this, name, incarnations.incrementAndGet());
+        if (agents.putIfAbsent(name, agent) != null) {
+            throw new IllegalArgumentException("an agent named " + name + " already exists in this engine");
+        }
+        return agent;
+    }
+
+    LoopbackAgent find(String name, long incarnation) {
+        LoopbackAgent agent = agents.get(name);
+        return agent != null && agent.incarnation() == incarnation ? agent : null;
+    }
+
+    LoopbackAgent find(String name) {
+        return agents.get(name);
+    }
+
+    void remove(LoopbackAgent agent) {
+        agents.remove(agent.name(), agent);
+    }
+
+    @Override
+    public void close() {
+        agents.clear();
+    }
+}

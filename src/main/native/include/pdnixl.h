@@ -1,0 +1,86 @@
+/*
+ * pdnixl: the narrow C surface that pd-connector binds through Java's FFM API.
+ *
+ * It wraps NIXL's C API (libnixl_capi) so that one downcall does one whole
+ * operation: post a READ of a full descriptor list, drain every pending
+ * notification into a caller-owned flat buffer, copy metadata into a caller
+ * buffer. Handles are opaque; every function returns an int status (0 done,
+ * 1 in progress, negative error) and writes its outputs last. Nothing here
+ * starts a thread: NIXL's own progress thread is switched on or off by the
+ * caller of pdx_agent_create.
+ */
+#ifndef PDNIXL_H
+#define PDNIXL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes -1..-14 are NIXL's own (nixl_capi_status_t), passed through. */
+#define PDX_OK                 0
+#define PDX_IN_PROGRESS        1
+#define PDX_MORE               2  /* pdx_notif_drain: buffer full, records remain */
+#define PDX_ERR_NO_MEMORY   -100
+#define PDX_ERR_BUFFER_SMALL -101
+#define PDX_ERR_ARGUMENT    -102
+
+typedef struct pdx_agent pdx_agent_t;
+typedef struct pdx_region pdx_region_t;
+typedef struct pdx_dlist pdx_dlist_t;
+typedef struct pdx_xfer pdx_xfer_t;
+
+/* The NIXL C API version this helper was compiled against is not known at run
+ * time (the wheel exports no version call); this returns the helper's ABI
+ * revision so the Java side can refuse a stale build. */
+int pdx_abi_version(void);
+
+int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_delay_us,
+                     pdx_agent_t **agent_out);
+int pdx_agent_destroy(pdx_agent_t *agent);
+
+/* Registers [addr, addr+len) as DRAM with the agent's UCX backend. */
+int pdx_region_register(pdx_agent_t *agent, uint64_t addr, uint64_t len,
+                        pdx_region_t **region_out);
+int pdx_region_deregister(pdx_agent_t *agent, pdx_region_t *region);
+
+/* Copies the agent's metadata blob into buf. If cap is too small, returns
+ * PDX_ERR_BUFFER_SMALL and still writes the needed size to len_out. */
+int pdx_local_metadata(pdx_agent_t *agent, uint8_t *buf, uint64_t cap, uint64_t *len_out);
+
+/* Loads a remote agent's metadata; writes its NUL-terminated name to name_out. */
+int pdx_remote_load(pdx_agent_t *agent, const uint8_t *md, uint64_t len,
+                    char *name_out, uint64_t name_cap);
+int pdx_remote_invalidate(pdx_agent_t *agent, const char *remote_name);
+
+/* Prepares a descriptor list of n (addr, len) pairs, flat in descs[2n].
+ * remote_name NULL or "" prepares a local list. */
+int pdx_dlist_prepare(pdx_agent_t *agent, const char *remote_name, const uint64_t *descs,
+                      uint32_t n, pdx_dlist_t **dlist_out);
+int pdx_dlist_release(pdx_agent_t *agent, pdx_dlist_t *dlist);
+
+/* Makes and posts one READ of n descriptor pairs chosen by index from two
+ * prepared lists. notif may be NULL (no notification). On PDX_OK or
+ * PDX_IN_PROGRESS *xfer_out owns the request; on error nothing is left. */
+int pdx_read_post(pdx_agent_t *agent, pdx_dlist_t *local, const int32_t *local_idx,
+                  pdx_dlist_t *remote, const int32_t *remote_idx, uint32_t n,
+                  const uint8_t *notif, uint64_t notif_len, pdx_xfer_t **xfer_out);
+int pdx_xfer_status(pdx_agent_t *agent, pdx_xfer_t *xfer);
+/* Releases (and so cancels, if still active) a request. */
+int pdx_xfer_release(pdx_agent_t *agent, pdx_xfer_t *xfer);
+
+int pdx_notif_send(pdx_agent_t *agent, const char *remote_name, const uint8_t *msg,
+                   uint64_t len);
+
+/* Drains received notifications into buf as records
+ *   u32 agent_len, u32 msg_len, agent bytes, msg bytes
+ * (host byte order, unpadded). Records that do not fit stay queued for the
+ * next call, and the call returns PDX_MORE; a single record larger than cap returns PDX_ERR_BUFFER_SMALL. */
+int pdx_notif_drain(pdx_agent_t *agent, uint8_t *buf, uint64_t cap, uint64_t *used_out,
+                    uint32_t *count_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
