@@ -4,7 +4,9 @@ import io.pdconnector.config.PdConfig;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
+import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Disposes;
 import jakarta.enterprise.inject.Produces;
 import java.nio.file.Path;
@@ -26,6 +28,11 @@ public class TransferEngineProducer {
         };
         LOG.infof("transfer engine %s ready", engine.kind());
         return engine;
+    }
+
+    /** Opens the engine during start-up, so a missing NIXL stops the service before it reports ready. */
+    void openAtStartup(@Observes StartupEvent event, TransferEngine engine) {
+        engine.kind();
     }
 
     void close(@Disposes TransferEngine engine) {

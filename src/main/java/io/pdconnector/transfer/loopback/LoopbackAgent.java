@@ -155,6 +155,9 @@ final class LoopbackAgent implements TransferAgent {
         if (l.agent() != this || r.agent() == this) {
             throw new IllegalArgumentException("a READ goes from a remote list into a local one");
         }
+        if (notification != null && notification.length == 0) {
+            throw new IllegalArgumentException("a notification must not be empty");
+        }
         LoopbackRead read = new LoopbackRead(r.agent(), LoopbackRead.pairs(l, localIndices, r, remoteIndices),
                 notification == null ? null : notification.clone());
         reads.add(read);

@@ -1,0 +1,260 @@
+package io.pdconnector.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.testsupport.Pattern;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What every {@link TransferEngine} promises, run against each implementation by a subclass: the
+ * loopback engine must behave like NIXL for the connector's tests on it to mean anything.
+ */
+public abstract class TransferAgentContract {
+
+    private static final long DEADLINE_NS = 20_000_000_000L;
+
+    protected TransferEngine engine;
+    protected TransferAgent p;
+    protected TransferAgent d;
+    private String pName;
+
+    protected abstract TransferEngine openEngine();
+
+    @BeforeEach
+    void agents() {
+        engine = openEngine();
+        String suffix = getClass().getSimpleName() + "-" + System.nanoTime();
+        p = engine.createAgent("p-" + suffix);
+        d = engine.createAgent("d-" + suffix);
+    }
+
+    @AfterEach
+    void noLeaks() {
+        assertEquals(0, p.openHandles(), "P released everything");
+        assertEquals(0, d.openHandles(), "D released everything");
+        p.close();
+        d.close();
+        engine.close();
+    }
+
+    @Test
+    void readCopiesEveryByteAndDeliversTheNotificationAfterwards() {
+        RegisteredRegion src = p.allocate("kv", 256 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 256 * 1024);
+        Pattern.fill(src.segment(), 42);
+        Prepared lists = prepare(src, dst, 16 * 1024, 16);
+        int[] idx = IntStream.range(0, 16).toArray();
+
+        ReadRequest read = d.postRead(lists.local, idx, lists.remote, idx, "r1:1:7".getBytes(StandardCharsets.UTF_8));
+        await(read);
+        List<String> seen = drain(p);
+
+        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 256 * 1024, 42, 0));
+        assertEquals(List.of(d.name() + "=r1:1:7"), seen);
+        assertEquals(256 * 1024, read.bytes());
+        release(lists, read);
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void indicesPickDescriptorsInAnyOrder() {
+        RegisteredRegion src = p.allocate("kv", 64 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 64 * 1024);
+        Pattern.fill(src.segment(), 9);
+        Prepared lists = prepare(src, dst, 4096, 16);
+
+        ReadRequest read = d.postRead(lists.local, new int[] {0, 1}, lists.remote, new int[] {15, 3}, null);
+        await(read);
+
+        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 4096, 9, 15 * 4096));
+        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 4096, 4096, 9, 3 * 4096));
+        assertEquals(0L, dst.segment().get(ValueLayout.JAVA_LONG, 2 * 4096), "only the chosen descriptors were written");
+        release(lists, read);
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void badArgumentsAreRejectedBeforeAnyNativeCallAndChangeNothing() {
+        RegisteredRegion src = p.allocate("kv", 64 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 64 * 1024);
+        Prepared lists = prepare(src, dst, 4096, 16);
+        int handles = d.openHandles();
+
+        assertThrows(IllegalArgumentException.class, () -> d.allocate("x", 0));
+        assertThrows(IndexOutOfBoundsException.class,
+                () -> d.postRead(lists.local, new int[] {16}, lists.remote, new int[] {0}, null));
+        assertThrows(IllegalArgumentException.class,
+                () -> d.postRead(lists.local, new int[] {0, 1}, lists.remote, new int[] {0}, null));
+        assertThrows(IllegalArgumentException.class,
+                () -> d.postRead(lists.local, new int[] {}, lists.remote, new int[] {}, null));
+        assertThrows(IllegalArgumentException.class,
+                () -> d.postRead(lists.remote, new int[] {0}, lists.local, new int[] {0}, null), "direction reversed");
+        assertThrows(IllegalArgumentException.class,
+                () -> d.postRead(lists.local, new int[] {0}, lists.remote, new int[] {0}, new byte[0]));
+        assertThrows(IllegalArgumentException.class, () -> d.sendNotification(pName, new byte[0]));
+        assertThrows(IllegalArgumentException.class, () -> p.deregister(dst), "another agent's region");
+        assertEquals(handles, d.openHandles(), "rejected calls took no handle");
+
+        release(lists, null);
+        assertThrows(IllegalArgumentException.class, () -> d.release(lists.local), "released twice");
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void descriptorsOfDifferentLengthsCannotBePaired() {
+        RegisteredRegion src = p.allocate("kv", 64 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 64 * 1024);
+        pName = d.loadRemoteMetadata(p.localMetadata());
+        PreparedDescriptors local = d.prepareLocal(DescriptorList.contiguous(dst.address(), 8192, 2));
+        PreparedDescriptors remote = prepareRemote(pName, DescriptorList.contiguous(src.address(), 4096, 2));
+
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> d.postRead(local, new int[] {0}, remote, new int[] {0}, null));
+        assertTrue(e.getMessage().contains("lengths"), e.getMessage());
+        d.release(remote);
+        d.release(local);
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void garbageMetadataIsATypedErrorAndAnUnknownPeerIsNotFound() {
+        TransferException garbage = assertThrows(TransferException.class,
+                () -> d.loadRemoteMetadata("not metadata at all".getBytes(StandardCharsets.UTF_8)));
+        assertFalse(garbage.getMessage().isBlank());
+        RegisteredRegion dst = d.allocate("kv", 4096);
+        TransferException unknown = assertThrows(TransferException.class,
+                () -> d.prepareRemote("nobody", DescriptorList.contiguous(dst.address(), 4096, 1)));
+        assertInstanceOf(TransferException.class, unknown);
+        assertEquals(0, d.openHandles() - 1, "only the region is held");
+        d.deregister(dst);
+    }
+
+    @Test
+    void notificationsAreAllDeliveredEvenWhenTheyOverflowOneDrainBuffer() {
+        RegisteredRegion src = p.allocate("kv", 4096);
+        RegisteredRegion dst = d.allocate("kv", 4096);
+        prepare(src, dst, 4096, 1).releaseWith(d);
+        byte[] filler = "x".repeat(200).getBytes(StandardCharsets.UTF_8);
+        int sent = 600; // 600 x ~230 bytes: more than one 64 KiB drain buffer
+        for (int i = 0; i < sent; i++) {
+            byte[] msg = (i + ":" + new String(filler, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
+            d.sendNotification(pName, msg);
+        }
+        List<String> seen = new ArrayList<>();
+        long deadline = System.nanoTime() + DEADLINE_NS;
+        while (seen.size() < sent && System.nanoTime() < deadline) {
+            seen.addAll(drain(p));
+        }
+
+        assertEquals(sent, seen.size());
+        for (int i = 0; i < sent; i++) {
+            final int n = i;
+            assertTrue(seen.stream().anyMatch(s -> s.startsWith(d.name() + "=" + n + ":")), "notification " + i);
+        }
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void deregisteredMemoryCannotBeTouchedAgain() {
+        RegisteredRegion region = d.allocate("kv", 4096);
+        d.deregister(region);
+
+        assertThrows(IllegalStateException.class, () -> region.segment().get(ValueLayout.JAVA_LONG, 0));
+        assertThrows(IllegalArgumentException.class, () -> d.deregister(region));
+    }
+
+    @Test
+    void anAgentWithHeldHandlesRefusesToClose() {
+        RegisteredRegion region = d.allocate("kv", 4096);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, d::close);
+        assertTrue(e.getMessage().contains("1 regions") || e.getMessage().contains("1 handles"), e.getMessage());
+        d.deregister(region);
+    }
+
+    protected record Prepared(PreparedDescriptors local, PreparedDescriptors remote) {
+        void releaseWith(TransferAgent agent) {
+            agent.release(remote);
+            agent.release(local);
+        }
+    }
+
+    protected Prepared prepare(RegisteredRegion src, RegisteredRegion dst, long size, int count) {
+        pName = d.loadRemoteMetadata(p.localMetadata());
+        PreparedDescriptors local = d.prepareLocal(DescriptorList.contiguous(dst.address(), size, count));
+        PreparedDescriptors remote = prepareRemote(pName, DescriptorList.contiguous(src.address(), size, count));
+        return new Prepared(local, remote);
+    }
+
+    private PreparedDescriptors prepareRemote(String name, DescriptorList list) {
+        long deadline = System.nanoTime() + DEADLINE_NS;
+        while (true) {
+            try {
+                return d.prepareRemote(name, list);
+            } catch (TransferException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private void release(Prepared lists, ReadRequest read) {
+        if (read != null) {
+            d.release(read);
+        }
+        lists.releaseWith(d);
+    }
+
+    protected void await(ReadRequest read) {
+        long deadline = System.nanoTime() + DEADLINE_NS;
+        while (d.status(read) != TransferStatus.DONE) {
+            assertTrue(System.nanoTime() < deadline, "READ did not complete in time");
+        }
+    }
+
+    /** Drains until at least one notification arrived or the deadline passed. */
+    protected static List<String> drain(TransferAgent agent) {
+        List<String> seen = new ArrayList<>();
+        long deadline = System.nanoTime() + DEADLINE_NS;
+        while (seen.isEmpty() && System.nanoTime() < deadline) {
+            agent.drainNotifications((from, msg) -> seen.add(from + "=" + new String(msg, StandardCharsets.UTF_8)));
+        }
+        return seen;
+    }
+
+    /** Used by subclasses whose agents are thread-confined. */
+    protected static <T> T onOtherThread(java.util.concurrent.Callable<T> call) throws Exception {
+        var pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<T> f = pool.submit(call);
+            return f.get(20, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    protected static void assertBytes(byte[] expected, byte[] actual) {
+        assertArrayEquals(expected, actual);
+    }
+}
