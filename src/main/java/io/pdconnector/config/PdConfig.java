@@ -29,8 +29,8 @@ public interface PdConfig {
         @WithDefault("true")
         boolean progressThread();
 
-        /** Pause of the progress thread between polls, in microseconds. */
-        @WithDefault("0")
+        /** Pause of the progress thread between polls, in microseconds; 0 spins a whole core even when idle. */
+        @WithDefault("100")
         @Min(0)
         long progressDelayUs();
     }

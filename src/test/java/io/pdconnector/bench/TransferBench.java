@@ -1,6 +1,7 @@
 package io.pdconnector.bench;
 
 import io.pdconnector.it.PeerProcess;
+import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.testsupport.Pattern;
@@ -37,8 +38,9 @@ public final class TransferBench {
 
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 7;
+        long progressDelayUs = Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US);
         NixlTransferEngine engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))),
-                true, 0);
+                true, progressDelayUs);
         TransferAgent d = engine.createAgent("bench-d-" + ProcessHandle.current().pid());
         RegisteredRegion dst = d.allocate("dst", READ_BYTES);
         try (PeerProcess p = new PeerProcess("bench-p-" + ProcessHandle.current().pid(), SOURCE_BYTES, 8);
@@ -49,7 +51,7 @@ public final class TransferBench {
             String remote = d.loadRemoteMetadata(p.metadata);
             System.out.println("# machine: " + Runtime.getRuntime().availableProcessors() + " cores; source "
                     + SOURCE_BYTES / MIB + " MiB in another process, " + READ_BYTES / MIB + " MiB per READ, median of "
-                    + iterations + " runs after 2 warm-ups");
+                    + iterations + " runs after 2 warm-ups; NIXL progress-thread delay " + progressDelayUs + " us");
             for (long size : SIZES) {
                 benchSize(d, remote, p, dst, localSource, size, iterations);
             }

@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.testsupport.Pattern;
@@ -29,7 +30,7 @@ public final class NixlPeer {
         long kvBytes = Long.parseLong(args[1]);
         int slots = Integer.parseInt(args[2]);
         NixlTransferEngine engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))),
-                true, 0);
+                true, Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US));
         TransferAgent agent = engine.createAgent(name);
         RegisteredRegion kv = agent.allocate("kv", kvBytes);
         RegisteredRegion slotArray = agent.allocate("slots", 8L * slots);

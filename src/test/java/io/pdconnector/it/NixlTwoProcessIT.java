@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.testsupport.Pattern;
@@ -41,7 +42,8 @@ class NixlTwoProcessIT {
 
     @BeforeEach
     void openReader() {
-        engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))), true, 0);
+        engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))), true,
+                NixlDefaults.PROGRESS_DELAY_US);
         d = engine.createAgent("it-d-" + ProcessHandle.current().pid());
     }
 

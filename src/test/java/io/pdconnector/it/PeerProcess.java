@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import io.pdconnector.nixl.NixlDefaults;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -32,6 +33,7 @@ public final class PeerProcess implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
                 "-Dpd.nixl.home=" + System.getProperty("pd.nixl.home"),
+                "-Dpd.nixl.progress-delay-us=" + Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US),
                 "-cp", System.getProperty("java.class.path"), NixlPeer.class.getName(),
                 name, Long.toString(kvBytes), Integer.toString(slots)));
         process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();

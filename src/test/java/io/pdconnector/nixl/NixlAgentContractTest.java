@@ -13,7 +13,8 @@ class NixlAgentContractTest extends TransferAgentContract {
 
     @Override
     protected TransferEngine openEngine() {
-        return NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))), true, 0);
+        return NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))), true,
+                NixlDefaults.PROGRESS_DELAY_US);
     }
 
     @Test
