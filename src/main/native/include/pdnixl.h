@@ -40,6 +40,13 @@ int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_de
                      pdx_agent_t **agent_out);
 int pdx_agent_destroy(pdx_agent_t *agent);
 
+/* Page-aligned anonymous memory for registration. len must be a multiple of the page size. */
+int pdx_mem_alloc(uint64_t len, uint64_t *addr_out);
+/* Frees the pages of [addr, addr+len) but keeps the range mapped inaccessible for the life of the
+ * process, so a peer's late READ of it fails instead of returning whatever is mapped there next.
+ * Call only after pdx_region_deregister. */
+int pdx_mem_retire(uint64_t addr, uint64_t len);
+
 /* Registers [addr, addr+len) as DRAM with the agent's UCX backend. */
 int pdx_region_register(pdx_agent_t *agent, uint64_t addr, uint64_t len,
                         pdx_region_t **region_out);

@@ -21,6 +21,8 @@ final class HelperBindings {
 
     private final MethodHandle agentCreate;
     private final MethodHandle agentDestroy;
+    private final MethodHandle memAlloc;
+    private final MethodHandle memRetire;
     private final MethodHandle regionRegister;
     private final MethodHandle regionDeregister;
     private final MethodHandle localMetadata;
@@ -37,6 +39,8 @@ final class HelperBindings {
     private HelperBindings(SymbolLookup lookup) {
         agentCreate = bind(lookup, "pdx_agent_create", ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS);
         agentDestroy = bind(lookup, "pdx_agent_destroy", ADDRESS);
+        memAlloc = bind(lookup, "pdx_mem_alloc", JAVA_LONG, ADDRESS);
+        memRetire = bind(lookup, "pdx_mem_retire", JAVA_LONG, JAVA_LONG);
         regionRegister = bind(lookup, "pdx_region_register", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS);
         regionDeregister = bind(lookup, "pdx_region_deregister", ADDRESS, ADDRESS);
         localMetadata = bind(lookup, "pdx_local_metadata", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
@@ -87,6 +91,22 @@ final class HelperBindings {
             return (int) agentDestroy.invokeExact(agent);
         } catch (Throwable t) {
             throw linkageFailure("pdx_agent_destroy", t);
+        }
+    }
+
+    int memAlloc(long length, MemorySegment addressOut) {
+        try {
+            return (int) memAlloc.invokeExact(length, addressOut);
+        } catch (Throwable t) {
+            throw linkageFailure("pdx_mem_alloc", t);
+        }
+    }
+
+    int memRetire(long address, long length) {
+        try {
+            return (int) memRetire.invokeExact(address, length);
+        } catch (Throwable t) {
+            throw linkageFailure("pdx_mem_retire", t);
         }
     }
 

@@ -68,21 +68,28 @@ final class NixlAgent implements TransferAgent {
         if (bytes <= 0) {
             throw new IllegalArgumentException("region " + label + " needs a positive size, got " + bytes);
         }
+        long length = (bytes + PAGE - 1) / PAGE * PAGE;
+        MemorySegment out = scratch.out();
+        check("pdx_mem_alloc(" + label + ")", native_.memAlloc(length, out));
+        long address = out.get(ValueLayout.JAVA_LONG, 0);
         Arena arena = Arena.ofShared();
+        MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(bytes, arena, null);
         try {
-            MemorySegment segment = arena.allocate(bytes, PAGE);
-            MemorySegment out = scratch.out();
-            check("pdx_region_register(" + label + ")",
-                    native_.regionRegister(agent, segment.address(), bytes, out));
-            NixlRegion region = new NixlRegion(label, segment, arena, out.get(ValueLayout.ADDRESS, 0));
-            regions.add(region);
-            return region;
+            out = scratch.out();
+            check("pdx_region_register(" + label + ")", native_.regionRegister(agent, address, length, out));
         } catch (RuntimeException e) {
-            arena.close();
+            retire(arena, address, length, label);
             throw e;
         }
+        NixlRegion region = new NixlRegion(label, segment, arena, out.get(ValueLayout.ADDRESS, 0), length);
+        regions.add(region);
+        return region;
     }
 
+    /**
+     * Deregisters, then retires the memory: Java access ends with the arena, and the range stays
+     * mapped inaccessible (see memory.c) so a peer's late READ fails rather than returning bytes.
+     */
     @Override
     public void deregister(RegisteredRegion region) {
         enter();
@@ -91,8 +98,13 @@ final class NixlAgent implements TransferAgent {
         try {
             check("pdx_region_deregister(" + r.label() + ")", native_.regionDeregister(agent, r.handle()));
         } finally {
-            r.arena().close();
+            retire(r.arena(), r.segment().address(), r.mappedLength(), r.label());
         }
+    }
+
+    private void retire(Arena arena, long address, long length, String label) {
+        arena.close();
+        check("pdx_mem_retire(" + label + ")", native_.memRetire(address, length));
     }
 
     @Override

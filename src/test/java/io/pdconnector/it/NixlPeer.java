@@ -35,6 +35,7 @@ public final class NixlPeer {
         RegisteredRegion kv = agent.allocate("kv", kvBytes);
         RegisteredRegion slotArray = agent.allocate("slots", 8L * slots);
         List<String> notifications = new ArrayList<>();
+        List<RegisteredRegion> later = new ArrayList<>();
         var out = System.out;
         out.printf("READY %s %s %d %d %d %d%n", name, Base64.getEncoder().encodeToString(agent.localMetadata()),
                 kv.address(), kv.length(), slotArray.address(), slots);
@@ -64,11 +65,18 @@ public final class NixlPeer {
                     agent.deregister(kv);
                     out.println("OK");
                 }
+                case "REUSE" -> { // what a process does next with the memory it just gave back
+                    RegisteredRegion next = agent.allocate("kv-next", kvBytes);
+                    Pattern.fill(next.segment(), Long.parseLong(cmd[1]));
+                    later.add(next);
+                    out.println("OK " + next.address());
+                }
                 case "EXIT" -> {
                     if (kv.segment().scope().isAlive()) {
                         agent.deregister(kv);
                     }
                     agent.deregister(slotArray);
+                    later.forEach(agent::deregister);
                     out.println("BYE " + agent.openHandles());
                     out.flush();
                     agent.close();

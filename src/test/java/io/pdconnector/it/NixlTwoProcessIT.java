@@ -174,9 +174,13 @@ class NixlTwoProcessIT {
         PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
         PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
         assertEquals("OK", p.command("DEREGISTER"));
+        String reuse = p.command("REUSE 77");
+        assertTrue(reuse.startsWith("OK"), reuse);
         local.segment().fill((byte) 0);
 
         TransferException failure = readExpectingFailure(l, r, 64);
+        assertEquals(0L, local.segment().get(ValueLayout.JAVA_LONG, 0),
+                "no byte of the exporter's later allocation reached the reader");
 
         System.out.println("READ after deregistration failed as: " + failure.getMessage());
         d.release(r);
