@@ -42,6 +42,7 @@ public final class Cluster implements AutoCloseable {
     private final Path stateDir;
     private final List<LeaseScheduler> producers = new ArrayList<>();
     private final List<PullScheduler> consumers = new ArrayList<>();
+    private final List<RawPeer> rawPeers = new ArrayList<>();
 
     public Cluster() {
         try {
@@ -146,10 +147,20 @@ public final class Cluster implements AutoCloseable {
         }
     }
 
+    /** An agent outside any loop that has loaded {@code engineId}'s metadata: a late or rogue reader. */
+    public RawPeer rawPeer(String name, String engineId) {
+        RawPeer peer = new RawPeer(engine.createAgent(name), registry.lookup(engineId).orElseThrow());
+        rawPeers.add(peer);
+        return peer;
+    }
+
     /** Closes every loop; fails if any agent still held a handle after its owner released its own. */
     @Override
     public void close() {
         RuntimeException first = null;
+        for (RawPeer r : rawPeers) {
+            first = closeQuietly(r::close, first);
+        }
         for (PullScheduler c : consumers) {
             first = closeQuietly(c::close, first);
         }
