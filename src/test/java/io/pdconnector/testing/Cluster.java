@@ -89,6 +89,14 @@ public final class Cluster implements AutoCloseable {
         consumers.forEach(PullScheduler::doWork);
     }
 
+    public void stepProducers() {
+        producers.forEach(LeaseScheduler::doWork);
+    }
+
+    public void stepConsumers() {
+        consumers.forEach(PullScheduler::doWork);
+    }
+
     public void steps(int n) {
         for (int i = 0; i < n; i++) {
             step();
