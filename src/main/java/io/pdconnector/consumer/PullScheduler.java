@@ -49,7 +49,6 @@ public final class PullScheduler implements StepWorker {
     private final BlockPool blocks;
     private final List<ConsumerRank> ranks = new ArrayList<>();
     private final Map<String, RemotePeer> peers = new LinkedHashMap<>();
-    private final List<RemotePeer> retired = new ArrayList<>();
     private final Map<String, Pull> pulls = new LinkedHashMap<>();
     private final ArrayDeque<Pull> queued = new ArrayDeque<>();
     private final List<Pull> reading = new ArrayList<>();
@@ -173,7 +172,6 @@ public final class PullScheduler implements StepWorker {
         work += checkSlots(now);
         work += startQueued();
         work += expire(now);
-        work += releaseRetiredPeers();
         return work;
     }
 
@@ -206,7 +204,11 @@ public final class PullScheduler implements StepWorker {
         }
     }
 
-    /** The handshake, on first contact or after the peer restarted (its old lists retire once idle). */
+    /**
+     * The handshake, on first contact or after the peer restarted. A restarted peer's agents reuse
+     * their names, so the old incarnation is dropped first: its undecided pulls fail (their source
+     * memory is gone) and its names are invalidated before the new metadata is loaded under them.
+     */
     private RemotePeer peerFor(String engineId) {
         List<HandshakeMetadata> current = registry.lookup(engineId).orElseThrow(() ->
                 new InvalidKvTransferParamsException("unknown remote_engine_id " + engineId
@@ -216,8 +218,7 @@ public final class PullScheduler implements StepWorker {
             return known;
         }
         if (known != null) {
-            peers.remove(engineId);
-            retired.add(known);
+            drop(known);
         }
         RemotePeer peer = RemotePeer.handshake(engineId, current, ranks, config);
         peers.put(engineId, peer);
@@ -466,17 +467,14 @@ public final class PullScheduler implements StepWorker {
         return ranks.stream().allMatch(r -> r.matches(reference, pull.localBlocks(), pull.tokens(), config.tpSize()));
     }
 
-    private int releaseRetiredPeers() {
-        int n = 0;
-        for (RemotePeer peer : List.copyOf(retired)) {
-            boolean inUse = pulls.values().stream().anyMatch(p -> p.peer() == peer && !p.state().decided());
-            if (!inUse) {
-                peer.release();
-                retired.remove(peer);
-                n++;
+    private void drop(RemotePeer peer) {
+        for (Pull pull : List.copyOf(pulls.values())) {
+            if (pull.peer() == peer && !pull.state().decided()) {
+                decide(pull, DeclineReason.TRANSFER_FAILED);
             }
         }
-        return n;
+        peers.remove(peer.engineId());
+        peer.release();
     }
 
     /** Loop thread only (or a test driving {@link #doWork}); other threads use {@link #submitSnapshot}. */
@@ -506,8 +504,6 @@ public final class PullScheduler implements StepWorker {
         pulls.clear();
         peers.values().forEach(RemotePeer::release);
         peers.clear();
-        retired.forEach(RemotePeer::release);
-        retired.clear();
         ranks.forEach(ConsumerRank::close);
         ranks.clear();
     }

@@ -76,6 +76,12 @@ public final class Cluster implements AutoCloseable {
         return p;
     }
 
+    /** Shuts a producer down, as a crash-free restart would before the new process starts. */
+    public void stop(LeaseScheduler p) {
+        producers.remove(p);
+        p.close();
+    }
+
     public PullScheduler consumer(ConsumerConfig config) {
         PullScheduler c = new PullScheduler(config, engine, registry, clock);
         c.open();
@@ -174,6 +180,10 @@ public final class Cluster implements AutoCloseable {
         }
         for (LeaseScheduler p : producers) {
             first = closeQuietly(p::close, first);
+        }
+        if (first == null && !engine.unclosedAgents().isEmpty()) {
+            first = new IllegalStateException("agents not closed, so still holding handles: "
+                    + engine.unclosedAgents());
         }
         engine.close();
         if (first != null) {

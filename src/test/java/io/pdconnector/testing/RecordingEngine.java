@@ -34,6 +34,8 @@ public final class RecordingEngine implements TransferEngine {
     public volatile String holdRemoteAgent;
 
     private final LoopbackTransferEngine delegate = new LoopbackTransferEngine();
+    private final List<String> created = Collections.synchronizedList(new ArrayList<>());
+    private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
     private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
 
     @Override
@@ -43,7 +45,18 @@ public final class RecordingEngine implements TransferEngine {
 
     @Override
     public TransferAgent createAgent(String name) {
-        return new Agent(delegate.createAgent(name));
+        Agent agent = new Agent(delegate.createAgent(name));
+        created.add(name);
+        return agent;
+    }
+
+    /** Agents created and not (successfully) closed; an agent closes only with no handle left. */
+    public List<String> unclosedAgents() {
+        synchronized (created) {
+            List<String> open = new ArrayList<>(created);
+            closed.forEach(open::remove);
+            return open;
+        }
     }
 
     @Override
@@ -160,6 +173,11 @@ public final class RecordingEngine implements TransferEngine {
         }
 
         @Override public int openHandles() { return inner.openHandles(); }
-        @Override public void close() { inner.close(); }
+        @Override
+        public void close() {
+            events.add("close " + name() + " handles=" + inner.openHandles());
+            inner.close();
+            closed.add(name());
+        }
     }
 }
