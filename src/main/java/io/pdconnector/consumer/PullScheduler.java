@@ -11,6 +11,7 @@ import io.pdconnector.producer.BlockPool;
 import io.pdconnector.producer.InvalidKvTransferParamsException;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.transfer.TransferEngine;
+import io.pdconnector.transfer.TransferException;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The consumer's step loop, a sibling of the producer's {@code LeaseScheduler}: one thread owns
@@ -288,12 +290,12 @@ public final class PullScheduler implements StepWorker {
         return sent;
     }
 
-    private int send(SliceChannel via, byte[] message, java.util.concurrent.atomic.AtomicLong counter) {
+    private int send(SliceChannel via, byte[] message, AtomicLong counter) {
         try {
             via.rank().agent().sendNotification(via.remoteAgent(), message);
             counter.incrementAndGet();
             return 1;
-        } catch (io.pdconnector.transfer.TransferException e) {
+        } catch (TransferException e) {
             counters.notificationFailures.incrementAndGet();
             return 0;
         }

@@ -10,6 +10,7 @@ import io.pdconnector.producer.ProducerConfig;
 import io.pdconnector.transfer.TransferEngine;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -223,6 +224,7 @@ public final class LeaseScheduler implements StepWorker {
         int n = scheduled.size();
         scheduled.forEach((lease, reply) -> {
             if (lease.hasSlot()) {
+                requireSlotWrittenOnEveryRank(lease);
                 lease.moveTo(LeaseState.SLOT_WRITTEN);
             } else {
                 counters.exportsWithoutSlot.incrementAndGet();
@@ -237,8 +239,18 @@ public final class LeaseScheduler implements StepWorker {
         return n;
     }
 
+    /** L2, checked where it matters: no lease is exported unless every rank's slot holds its nonce. */
+    private void requireSlotWrittenOnEveryRank(Lease lease) {
+        for (ProducerRank rank : ranks) {
+            if (rank.slotValue(lease.slot()) != lease.nonce()) {
+                throw new IllegalStateException("rank " + rank.rank() + " slot " + lease.slot() + " does not hold the"
+                        + " nonce of lease " + lease.requestId() + " at export");
+            }
+        }
+    }
+
     private KvTransferParams paramsOf(Lease lease) {
-        List<Integer> ids = java.util.Arrays.stream(lease.blockIds()).boxed().toList();
+        List<Integer> ids = Arrays.stream(lease.blockIds()).boxed().toList();
         return new KvTransferParams(true, false, config.engineId(), lease.requestId(), List.of(ids), config.host(),
                 config.port(), config.tpSize(), lease.tokens().length, KvTransferParams.PULL,
                 lease.hasSlot() ? lease.slot() : null, lease.hasSlot() ? lease.nonce() : null, Map.of());
