@@ -4,14 +4,12 @@ import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.controlplane.HandshakeMetadata;
 import io.pdconnector.engine.ReferenceEngine;
 import io.pdconnector.lease.CommandQueue;
-import io.pdconnector.lease.LeaseNotification;
 import io.pdconnector.lease.RequestIds;
 import io.pdconnector.lease.StepWorker;
 import io.pdconnector.producer.BlockPool;
 import io.pdconnector.producer.InvalidKvTransferParamsException;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.transfer.TransferEngine;
-import io.pdconnector.transfer.TransferException;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -19,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The consumer's step loop, a sibling of the producer's {@code LeaseScheduler}: one thread owns
@@ -39,7 +36,6 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class PullScheduler implements StepWorker {
 
     private static final int COMMANDS_PER_STEP = 256;
-    private static final int HEARTBEAT_BYTES = 4000;
 
     private final ConsumerConfig config;
     private final TransferEngine engine;
@@ -48,6 +44,7 @@ public final class PullScheduler implements StepWorker {
     private final CommandQueue<ConsumerCommand> commands;
     private final ReferenceEngine reference;
     private final ConsumerCounters counters = new ConsumerCounters();
+    private final ProducerNotices notices;
     private final BlockPool blocks;
     private final List<ConsumerRank> ranks = new ArrayList<>();
     private final Map<String, RemotePeer> peers = new LinkedHashMap<>();
@@ -66,6 +63,7 @@ public final class PullScheduler implements StepWorker {
         this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
         this.reference = new ReferenceEngine(config.geometry());
         this.blocks = new BlockPool(config.numBlocks());
+        this.notices = new ProducerNotices(config, counters);
     }
 
     @Override
@@ -93,7 +91,7 @@ public final class PullScheduler implements StepWorker {
             throw new InvalidKvTransferParamsException("kv_transfer_params is missing");
         }
         params.validateForPull();
-        requirePrompt(tokens, params);
+        PullValidation.requirePrompt(config, tokens, params);
         CompletableFuture<PullOutcome> reply = new CompletableFuture<>();
         commands.offer(new ConsumerCommand.Start(requestId, tokens.clone(), params, reply));
         return reply;
@@ -125,27 +123,6 @@ public final class PullScheduler implements StepWorker {
         return reply;
     }
 
-    private void requirePrompt(int[] tokens, KvTransferParams params) {
-        if (tokens == null || tokens.length != params.remoteNumTokens()) {
-            throw new InvalidKvTransferParamsException("remote_num_tokens is " + params.remoteNumTokens()
-                    + " but the prompt has " + (tokens == null ? "no" : tokens.length) + " tokens");
-        }
-        int needed = config.geometry().blocksFor(tokens.length);
-        if (params.blockIds().length != needed) {
-            throw new InvalidKvTransferParamsException("remote_block_ids has " + params.blockIds().length
-                    + " blocks, " + tokens.length + " tokens need " + needed);
-        }
-        if (needed > config.numBlocks()) {
-            throw new IllegalArgumentException("the prompt needs " + needed + " blocks, this decoder has "
-                    + config.numBlocks());
-        }
-        for (int t : tokens) {
-            if (t < 0) {
-                throw new IllegalArgumentException("token ids must not be negative, got " + t);
-            }
-        }
-    }
-
     // ---- loop side ------------------------------------------------------------------------------
 
     @Override
@@ -169,7 +146,7 @@ public final class PullScheduler implements StepWorker {
         }
         long now = clock.millis();
         int work = commands.drain(c -> handle(c, now), COMMANDS_PER_STEP);
-        work += sendHeartbeats(now);
+        work += notices.sendHeartbeats(peers.values(), now);
         work += pollReading();
         work += checkSlots(now);
         work += startQueued();
@@ -193,7 +170,7 @@ public final class PullScheduler implements StepWorker {
                 throw new IllegalArgumentException("request " + s.requestId() + " is already being pulled");
             }
             RemotePeer peer = peerFor(s.params().remoteEngineId());
-            requireFitsPeer(s.params(), peer);
+            PullValidation.requireFitsPeer(config, s.params(), peer);
             Pull pull = new Pull(s.requestId(), s.tokens(), s.params(), peer, now + config.pullTimeout().toMillis(),
                     s.reply());
             pulls.put(pull.requestId(), pull);
@@ -226,79 +203,6 @@ public final class PullScheduler implements StepWorker {
         peers.put(engineId, peer);
         counters.handshakes.incrementAndGet();
         return peer;
-    }
-
-    private void requireFitsPeer(KvTransferParams params, RemotePeer peer) {
-        HandshakeMetadata first = peer.ranks().getFirst();
-        if (params.tpSize() != peer.ranks().size()) {
-            throw new InvalidKvTransferParamsException("tp_size is " + params.tpSize() + " but engine "
-                    + peer.engineId() + " has " + peer.ranks().size() + " ranks");
-        }
-        for (int b : params.blockIds()) {
-            if (b >= first.numBlocks()) {
-                throw new InvalidKvTransferParamsException("remote_block_ids holds " + b + ", engine "
-                        + peer.engineId() + " has " + first.numBlocks() + " blocks");
-            }
-        }
-        if (config.leaseVerification() && params.hasLease()) {
-            if (!first.hasSlots()) {
-                throw new InvalidKvTransferParamsException("params carry a lease but engine " + peer.engineId()
-                        + " publishes no lease slots");
-            }
-            if (params.remoteLeaseSlot() >= first.slotCount()) {
-                throw new InvalidKvTransferParamsException("remote_lease_slot " + params.remoteLeaseSlot()
-                        + " is outside engine " + peer.engineId() + "'s " + first.slotCount() + " slots");
-            }
-        }
-    }
-
-    private int sendHeartbeats(long now) {
-        int sent = 0;
-        for (RemotePeer peer : peers.values()) {
-            if (peer.heartbeatDue(now)) {
-                List<String> ids = peer.undecided().stream().map(Pull::remoteRequestId).distinct().toList();
-                for (int q = 0; q < peer.ranks().size(); q++) {
-                    sent += sendHeartbeat(peer, q, ids);
-                }
-                peer.heartbeatSent(now, config.heartbeatInterval().toMillis());
-            }
-        }
-        return sent;
-    }
-
-    /** One {@code HB:} message per chunk of ids to prefill rank {@code q}, from a decode rank that reads it. */
-    private int sendHeartbeat(RemotePeer peer, int q, List<String> ids) {
-        SliceChannel via = peer.slices().stream().filter(s -> s.slice().prefillRank() == q).findFirst()
-                .orElseThrow();
-        int sent = 0;
-        List<String> chunk = new ArrayList<>();
-        int bytes = 0;
-        for (int i = 0; i <= ids.size(); i++) {
-            boolean last = i == ids.size();
-            if (!last && bytes + ids.get(i).length() + 1 <= HEARTBEAT_BYTES) {
-                chunk.add(ids.get(i));
-                bytes += ids.get(i).length() + 1;
-                continue;
-            }
-            if (!chunk.isEmpty()) {
-                sent += send(via, new LeaseNotification.Heartbeat(chunk).encode(), counters.heartbeatsSent);
-            }
-            chunk = new ArrayList<>();
-            bytes = 0;
-            i -= last ? 0 : 1;
-        }
-        return sent;
-    }
-
-    private int send(SliceChannel via, byte[] message, AtomicLong counter) {
-        try {
-            via.rank().agent().sendNotification(via.remoteAgent(), message);
-            counter.incrementAndGet();
-            return 1;
-        } catch (TransferException e) {
-            counters.notificationFailures.incrementAndGet();
-            return 0;
-        }
     }
 
     private int pollReading() {
@@ -391,7 +295,7 @@ public final class PullScheduler implements StepWorker {
         checking.remove(pull);
         pull.peer().stopHeartbeating(pull);
         if (reason == null) {
-            notifyProducer(pull);
+            notices.notifyRead(pull);
             pull.moveTo(PullState.RECEIVED, null);
             counters.received.incrementAndGet();
         } else {
@@ -418,17 +322,6 @@ public final class PullScheduler implements StepWorker {
         pull.moveTo(PullState.DECLINED, reason);
         pulls.remove(pull.requestId());
         counters.declined.incrementAndGet();
-    }
-
-    /** L6: after the check, each decode rank tells each prefill rank it read how many readers to expect. */
-    private void notifyProducer(Pull pull) {
-        long nonce = config.leaseVerification() ? pull.params().remoteLeaseNonce() : LeaseNotification.NO_NONCE;
-        for (SliceChannel channel : pull.peer().slices()) {
-            int q = channel.slice().prefillRank();
-            byte[] message = new LeaseNotification.Read(pull.remoteRequestId(),
-                    pull.peer().mapping().consumersOf(q), nonce).encode();
-            send(channel, message, counters.notificationsSent);
-        }
     }
 
     private void abort(ConsumerCommand.Abort a) {

@@ -1,7 +1,6 @@
 package io.pdconnector.lease;
 
 import io.pdconnector.controlplane.EmbeddedRegistry;
-import io.pdconnector.controlplane.HandshakeMetadata;
 import io.pdconnector.engine.ReferenceEngine;
 import io.pdconnector.producer.BlockPool;
 import io.pdconnector.producer.KvTransferParams;

@@ -4,7 +4,6 @@ import static io.pdconnector.testing.Cluster.assertDeclined;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -245,6 +244,10 @@ class LeaseRulesTest {
         cluster.finish(d, "first");
         assertEquals(PullState.RECEIVED, cluster.await(queued).state());
         assertTrue(cluster.matches(d, "waiting"));
+        long sent = d.counters().heartbeatsSent.get();
+        cluster.clock.advance(Duration.ofSeconds(10));
+        cluster.steps(2);
+        assertEquals(sent, d.counters().heartbeatsSent.get(), "heartbeats stop once the pull is decided");
         cluster.finish(d, "waiting");
         cluster.assertNoLeak();
     }
