@@ -1,0 +1,33 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.lease.Deadlines;
+import io.pdconnector.producer.KvTransferParams;
+import java.time.Duration;
+
+/** What the HTTP layer calls on D: each call submits to the step loop and waits with a deadline. */
+public final class Consumer {
+
+    private final PullScheduler scheduler;
+    private final Duration deadline;
+
+    public Consumer(PullScheduler scheduler, Duration deadline) {
+        this.scheduler = scheduler;
+        this.deadline = deadline;
+    }
+
+    public PullOutcome pull(String requestId, int[] tokens, KvTransferParams params) {
+        return Deadlines.await(scheduler.submitPull(requestId, tokens, params), deadline, "pull " + requestId);
+    }
+
+    public boolean matchesReference(String requestId) {
+        return Deadlines.await(scheduler.submitMatchesReference(requestId), deadline, "check " + requestId);
+    }
+
+    public void finish(String requestId) {
+        Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
+    }
+
+    public void abort(String requestId) {
+        Deadlines.await(scheduler.submitAbort(requestId), deadline, "abort " + requestId);
+    }
+}

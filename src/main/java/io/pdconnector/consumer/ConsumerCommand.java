@@ -1,0 +1,27 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.producer.KvTransferParams;
+import java.util.concurrent.CompletableFuture;
+
+/** What callers ask the consumer step loop to do; each carries the future it is answered through. */
+sealed interface ConsumerCommand {
+
+    CompletableFuture<?> reply();
+
+    record Start(String requestId, int[] tokens, KvTransferParams params, CompletableFuture<PullOutcome> reply)
+            implements ConsumerCommand {
+    }
+
+    record Abort(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
+    }
+
+    /** Decode is done with the pulled KV: free the local blocks. */
+    record Finish(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
+    }
+
+    record MatchesReference(String requestId, CompletableFuture<Boolean> reply) implements ConsumerCommand {
+    }
+
+    record Snapshot(CompletableFuture<ConsumerSnapshot> reply) implements ConsumerCommand {
+    }
+}

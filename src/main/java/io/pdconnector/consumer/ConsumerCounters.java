@@ -1,0 +1,19 @@
+package io.pdconnector.consumer;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/** What the consumer step loop counts; readable from any thread. */
+public final class ConsumerCounters {
+
+    public final AtomicLong received = new AtomicLong();
+    public final AtomicLong declined = new AtomicLong();
+    public final AtomicLong recomputed = new AtomicLong();
+    /** L7: pulls whose lease check failed (mismatch, failed slot READ, missing lease fields). */
+    public final AtomicLong leaseCheckFailures = new AtomicLong();
+    public final AtomicLong slotReads = new AtomicLong();
+    public final AtomicLong slotReadPolls = new AtomicLong();
+    public final AtomicLong heartbeatsSent = new AtomicLong();
+    public final AtomicLong notificationsSent = new AtomicLong();
+    public final AtomicLong notificationFailures = new AtomicLong();
+    public final AtomicLong handshakes = new AtomicLong();
+}

@@ -1,0 +1,144 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.producer.KvTransferParams;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/** One pull on D, owned by the consumer step loop: its local blocks, its READs, its slot observations. */
+final class Pull {
+
+    private static final long UNSEEN = -1;
+
+    private final String requestId;
+    private final int[] tokens;
+    private final KvTransferParams params;
+    private final RemotePeer peer;
+    private final long deadlineMillis;
+    private final CompletableFuture<PullOutcome> reply;
+    private final List<BlockRead> reads = new ArrayList<>();
+    private final long[] observedSlots;
+    private PullState state = PullState.QUEUED;
+    private DeclineReason reason;
+    private int[] localBlocks;
+    private boolean slotReadFailed;
+
+    Pull(String requestId, int[] tokens, KvTransferParams params, RemotePeer peer, long deadlineMillis,
+            CompletableFuture<PullOutcome> reply) {
+        this.requestId = requestId;
+        this.tokens = tokens;
+        this.params = params;
+        this.peer = peer;
+        this.deadlineMillis = deadlineMillis;
+        this.reply = reply;
+        this.observedSlots = new long[peer.ranks().size()];
+        Arrays.fill(observedSlots, UNSEEN);
+    }
+
+    /** The one place a pull changes state; an illegal transition is a bug and throws. */
+    void moveTo(PullState next, DeclineReason why) {
+        if (!state.canMoveTo(next)) {
+            throw new IllegalStateException("pull " + requestId + " cannot move from " + state + " to " + next);
+        }
+        state = next;
+        if (why != null) {
+            reason = why;
+        }
+    }
+
+    void assignBlocks(int[] blocks) {
+        this.localBlocks = blocks;
+    }
+
+    void addRead(BlockRead read) {
+        reads.add(read);
+    }
+
+    /** Polls every unfinished READ; true once every READ is terminal (L9). */
+    boolean pollReads() {
+        boolean all = true;
+        for (BlockRead r : reads) {
+            all &= r.terminal() || r.poll();
+        }
+        return all;
+    }
+
+    boolean anyReadFailed() {
+        return reads.stream().anyMatch(BlockRead::failed);
+    }
+
+    void releaseReads() {
+        reads.forEach(BlockRead::release);
+    }
+
+    int readsInFlight() {
+        return (int) reads.stream().filter(r -> !r.terminal()).count();
+    }
+
+    void observeSlot(int prefillRank, long value) {
+        observedSlots[prefillRank] = value;
+    }
+
+    void slotReadFailed() {
+        slotReadFailed = true;
+    }
+
+    boolean needsSlot(int prefillRank) {
+        return !slotReadFailed && observedSlots[prefillRank] == UNSEEN;
+    }
+
+    /** Whether every slot READ is in (or one failed), so the check can be decided. */
+    boolean slotsDecidable() {
+        return slotReadFailed || Arrays.stream(observedSlots).noneMatch(v -> v == UNSEEN);
+    }
+
+    /** L7: every source rank's slot must still hold this lease's nonce. */
+    DeclineReason slotVerdict() {
+        if (slotReadFailed) {
+            return DeclineReason.SLOT_READ_FAILED;
+        }
+        long nonce = params.remoteLeaseNonce();
+        return Arrays.stream(observedSlots).allMatch(v -> v == nonce) ? null : DeclineReason.LEASE_MISMATCH;
+    }
+
+    PullOutcome outcome() {
+        return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks);
+    }
+
+    String requestId() {
+        return requestId;
+    }
+
+    String remoteRequestId() {
+        return params.remoteRequestId();
+    }
+
+    int[] tokens() {
+        return tokens;
+    }
+
+    KvTransferParams params() {
+        return params;
+    }
+
+    RemotePeer peer() {
+        return peer;
+    }
+
+    long deadlineMillis() {
+        return deadlineMillis;
+    }
+
+    CompletableFuture<PullOutcome> reply() {
+        return reply;
+    }
+
+    PullState state() {
+        return state;
+    }
+
+    int[] localBlocks() {
+        return localBlocks;
+    }
+}

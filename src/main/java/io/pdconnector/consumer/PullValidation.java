@@ -1,0 +1,57 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.controlplane.HandshakeMetadata;
+import io.pdconnector.producer.InvalidKvTransferParamsException;
+import io.pdconnector.producer.KvTransferParams;
+
+/** Checks of a pull's input: against the prompt on the caller's thread, against the peer on the loop. */
+final class PullValidation {
+
+    private PullValidation() {
+    }
+
+    static void requirePrompt(ConsumerConfig config, int[] tokens, KvTransferParams params) {
+        if (tokens == null || tokens.length != params.remoteNumTokens()) {
+            throw new InvalidKvTransferParamsException("remote_num_tokens is " + params.remoteNumTokens()
+                    + " but the prompt has " + (tokens == null ? "no" : tokens.length) + " tokens");
+        }
+        int needed = config.geometry().blocksFor(tokens.length);
+        if (params.blockIds().length != needed) {
+            throw new InvalidKvTransferParamsException("remote_block_ids has " + params.blockIds().length
+                    + " blocks, " + tokens.length + " tokens need " + needed);
+        }
+        if (needed > config.numBlocks()) {
+            throw new IllegalArgumentException("the prompt needs " + needed + " blocks, this decoder has "
+                    + config.numBlocks());
+        }
+        for (int t : tokens) {
+            if (t < 0) {
+                throw new IllegalArgumentException("token ids must not be negative, got " + t);
+            }
+        }
+    }
+
+    static void requireFitsPeer(ConsumerConfig config, KvTransferParams params, RemotePeer peer) {
+        HandshakeMetadata first = peer.ranks().getFirst();
+        if (params.tpSize() != peer.ranks().size()) {
+            throw new InvalidKvTransferParamsException("tp_size is " + params.tpSize() + " but engine "
+                    + peer.engineId() + " has " + peer.ranks().size() + " ranks");
+        }
+        for (int b : params.blockIds()) {
+            if (b >= first.numBlocks()) {
+                throw new InvalidKvTransferParamsException("remote_block_ids holds " + b + ", engine "
+                        + peer.engineId() + " has " + first.numBlocks() + " blocks");
+            }
+        }
+        if (config.leaseVerification() && params.hasLease()) {
+            if (!first.hasSlots()) {
+                throw new InvalidKvTransferParamsException("params carry a lease but engine " + peer.engineId()
+                        + " publishes no lease slots");
+            }
+            if (params.remoteLeaseSlot() >= first.slotCount()) {
+                throw new InvalidKvTransferParamsException("remote_lease_slot " + params.remoteLeaseSlot()
+                        + " is outside engine " + peer.engineId() + "'s " + first.slotCount() + " slots");
+            }
+        }
+    }
+}

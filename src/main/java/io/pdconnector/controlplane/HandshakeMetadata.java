@@ -1,0 +1,66 @@
+package io.pdconnector.controlplane;
+
+import io.pdconnector.engine.ModelGeometry;
+import java.util.Objects;
+
+/**
+ * What one rank of an instance publishes so a peer can READ from it. {@code slotBase} and
+ * {@code slotCount} are 0 when the instance runs without lease verification.
+ */
+public record HandshakeMetadata(
+        String engineId,
+        int rank,
+        int tpSize,
+        String agentName,
+        byte[] agentMetadata,
+        long kvBase,
+        long kvLength,
+        ModelGeometry geometry,
+        String layout,
+        int numBlocks,
+        long slotBase,
+        int slotCount,
+        int connectorVersion,
+        String compatHash) {
+
+    public static final String LAYOUT = "HND";
+
+    public HandshakeMetadata {
+        Objects.requireNonNull(engineId, "engineId");
+        Objects.requireNonNull(agentName, "agentName");
+        Objects.requireNonNull(geometry, "geometry");
+        agentMetadata = agentMetadata.clone();
+    }
+
+    @Override
+    public byte[] agentMetadata() {
+        return agentMetadata.clone();
+    }
+
+    public long blockBytes() {
+        return geometry.blockBytes(tpSize);
+    }
+
+    public boolean hasSlots() {
+        return slotCount > 0;
+    }
+
+    /** Refuses a peer of another connector version or model geometry, saying which differs. */
+    public void requireCompatible(ModelGeometry localGeometry, int localVersion) {
+        String where = "peer " + engineId + " rank " + rank;
+        if (connectorVersion != localVersion) {
+            throw new IncompatiblePeerException(where + " runs connector version " + connectorVersion
+                    + ", this instance runs " + localVersion + "; upgrade one of them");
+        }
+        String expected = localGeometry.compatHash(localVersion);
+        if (!expected.equals(compatHash)) {
+            throw new IncompatiblePeerException(where + " has compatibility hash " + compatHash + " (geometry "
+                    + geometry + "), this instance has " + expected + " (geometry " + localGeometry
+                    + "); both must serve the same model layout");
+        }
+        if (!LAYOUT.equals(layout)) {
+            throw new IncompatiblePeerException(where + " uses KV layout " + layout + ", only " + LAYOUT
+                    + " is supported");
+        }
+    }
+}

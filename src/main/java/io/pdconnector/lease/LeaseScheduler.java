@@ -1,0 +1,389 @@
+package io.pdconnector.lease;
+
+import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.producer.BlockPool;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.ProducerCapacityException;
+import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.transfer.TransferEngine;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The producer's step loop. One thread owns every lease, block, slot and transfer agent; callers
+ * only {@code submit*} and await the returned future with a deadline. Each step:
+ * <ol>
+ * <li>drain commands (bounded);</li>
+ * <li>schedule new prefills: blocks, slot and nonce (no free slot: no lease fields, L4);</li>
+ * <li>every rank applies slot clears, then slot writes (L2), and reports finished-sending only for
+ *     leases whose slot it zeroed (L3);</li>
+ * <li>free blocks and return the slot of leases every rank finished (L3, L4);</li>
+ * <li>write the KV of newly scheduled prefills and export their leases;</li>
+ * <li>drain notifications: heartbeats extend live leases only (L8), read notifications with a
+ *     stale nonce are ignored and counted;</li>
+ * <li>sweep every lease for expiry (L8).</li>
+ * </ol>
+ * A step never blocks: exits queue a clear that the next step applies.
+ */
+public final class LeaseScheduler implements StepWorker {
+
+    private static final int COMMANDS_PER_STEP = 256;
+
+    private final ProducerConfig config;
+    private final TransferEngine engine;
+    private final EmbeddedRegistry registry;
+    private final InstantSource clock;
+    private final CommandQueue<ProducerCommand> commands;
+    private final ReferenceEngine reference;
+    private final ProducerCounters counters = new ProducerCounters();
+    private final BlockPool blocks;
+    private final SlotPool slots;
+    private final LeaseTable leases;
+    private final List<ProducerCommand.Prefill> pending = new ArrayList<>();
+    private final Map<Lease, CompletableFuture<KvTransferParams>> scheduled = new LinkedHashMap<>();
+    private final Set<Lease> finishing = new LinkedHashSet<>();
+    private final List<ProducerRank> ranks = new ArrayList<>();
+    private NonceSource nonces;
+    private boolean open;
+
+    public LeaseScheduler(ProducerConfig config, TransferEngine engine,
+            EmbeddedRegistry registry, InstantSource clock) {
+        this.config = config;
+        this.engine = engine;
+        this.registry = registry;
+        this.clock = clock;
+        this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
+        this.reference = new ReferenceEngine(config.geometry());
+        this.blocks = new BlockPool(config.numBlocks());
+        this.slots = new SlotPool(config.leaseVerification() ? config.effectiveLeaseSlots() : 0);
+        this.leases = new LeaseTable(config.tpSize());
+    }
+
+    @Override
+    public String name() {
+        return "producer-" + config.engineId();
+    }
+
+    public ProducerCounters counters() {
+        return counters;
+    }
+
+    public ProducerConfig config() {
+        return config;
+    }
+
+    // ---- caller side: any thread -------------------------------------------------------------
+
+    /** Prefills {@code tokens} for a remote decoder; completes with the params to forward to D. */
+    public CompletableFuture<KvTransferParams> submitPrefill(String requestId, int[] tokens) {
+        RequestIds.require(requestId);
+        requirePrompt(tokens);
+        CompletableFuture<KvTransferParams> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Prefill(requestId, tokens.clone(), reply));
+        return reply;
+    }
+
+    /** Releases a request's lease now, as if it expired. */
+    public CompletableFuture<Void> submitAbort(String requestId) {
+        RequestIds.require(requestId);
+        CompletableFuture<Void> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Abort(requestId, reply));
+        return reply;
+    }
+
+    public CompletableFuture<ProducerSnapshot> submitSnapshot() {
+        CompletableFuture<ProducerSnapshot> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Snapshot(reply));
+        return reply;
+    }
+
+    private void requirePrompt(int[] tokens) {
+        if (tokens == null || tokens.length == 0) {
+            throw new IllegalArgumentException("a prompt needs at least one token");
+        }
+        long capacity = (long) config.numBlocks() * config.geometry().blockTokens();
+        if (tokens.length > capacity) {
+            throw new IllegalArgumentException("a prompt of " + tokens.length + " tokens exceeds this instance's "
+                    + capacity + "-token KV capacity");
+        }
+        for (int t : tokens) {
+            if (t < 0) {
+                throw new IllegalArgumentException("token ids must not be negative, got " + t);
+            }
+        }
+    }
+
+    // ---- loop side: the step-loop thread only --------------------------------------------------
+
+    @Override
+    public void open() {
+        nonces = new NonceSource(config.stateDir());
+        try {
+            for (int r = 0; r < config.tpSize(); r++) {
+                ranks.add(ProducerRank.open(engine, config, r));
+            }
+        } catch (RuntimeException e) {
+            ranks.forEach(ProducerRank::close);
+            ranks.clear();
+            throw e;
+        }
+        registry.publish(config.engineId(), ranks.stream().map(r -> r.metadata(config)).toList());
+        open = true;
+    }
+
+    @Override
+    public int doWork() {
+        requireOpen();
+        long now = clock.millis();
+        int work = commands.drain(this::handle, COMMANDS_PER_STEP);
+        work += scheduleNew();
+        for (ProducerRank rank : ranks) {
+            work += rank.applySlotOps(finishing::add);
+        }
+        work += releaseFinished();
+        work += exportScheduled(now);
+        for (ProducerRank rank : ranks) {
+            work += rank.drainNotifications((from, message) -> onNotification(rank.rank(), from, message, now));
+        }
+        work += reapExpired(now);
+        return work;
+    }
+
+    private void handle(ProducerCommand command) {
+        switch (command) {
+            case ProducerCommand.Prefill p -> pending.add(p);
+            case ProducerCommand.Abort a -> abort(a);
+            case ProducerCommand.Snapshot s -> s.reply().complete(snapshot());
+        }
+    }
+
+    private int scheduleNew() {
+        int n = 0;
+        for (ProducerCommand.Prefill p : pending) {
+            if (n >= config.maxNumSeqs()) {
+                p.reply().completeExceptionally(new ProducerCapacityException(
+                        "more than max_num_seqs=" + config.maxNumSeqs() + " prefills in one step; retry"));
+                continue;
+            }
+            schedule(p);
+            n++;
+        }
+        pending.clear();
+        return n;
+    }
+
+    private void schedule(ProducerCommand.Prefill p) {
+        if (leases.contains(p.requestId())) {
+            p.reply().completeExceptionally(new IllegalArgumentException("request " + p.requestId()
+                    + " still holds a lease; an id can be reused only after its lease is freed"));
+            return;
+        }
+        int[] blockIds = blocks.allocate(config.geometry().blocksFor(p.tokens().length));
+        if (blockIds == null) {
+            p.reply().completeExceptionally(new ProducerCapacityException("no free KV blocks for "
+                    + p.tokens().length + " tokens (" + blocks.freeCount() + " of " + blocks.capacity() + " free)"));
+            return;
+        }
+        OptionalInt slot = slots.acquire();
+        long nonce = slot.isPresent() ? nonces.next() : 0;
+        Lease lease = leases.reserve(p.requestId(), blockIds, p.tokens(), slot.orElse(Lease.NO_SLOT), nonce);
+        if (lease.hasSlot()) {
+            ranks.forEach(r -> r.queueWrite(lease));
+        }
+        scheduled.put(lease, p.reply());
+    }
+
+    private int releaseFinished() {
+        int n = 0;
+        for (Lease lease : finishing) {
+            if (lease.allRanksFinished()) {
+                blocks.free(lease.blockIds());
+                if (lease.hasSlot()) {
+                    slots.release(lease.slot());
+                }
+                lease.moveTo(LeaseState.FREED);
+                leases.remove(lease);
+                n++;
+            }
+        }
+        finishing.removeIf(l -> l.state() == LeaseState.FREED);
+        return n;
+    }
+
+    private int exportScheduled(long now) {
+        int n = scheduled.size();
+        scheduled.forEach((lease, reply) -> {
+            if (lease.hasSlot()) {
+                requireSlotWrittenOnEveryRank(lease);
+                lease.moveTo(LeaseState.SLOT_WRITTEN);
+            } else {
+                counters.exportsWithoutSlot.incrementAndGet();
+            }
+            ranks.forEach(r -> r.writeKv(reference, lease, config.tpSize()));
+            lease.startClock(now + config.leaseDuration().toMillis());
+            lease.moveTo(LeaseState.EXPORTED);
+            counters.leasesExported.incrementAndGet();
+            reply.complete(paramsOf(lease));
+        });
+        scheduled.clear();
+        return n;
+    }
+
+    /** L2, checked where it matters: no lease is exported unless every rank's slot holds its nonce. */
+    private void requireSlotWrittenOnEveryRank(Lease lease) {
+        for (ProducerRank rank : ranks) {
+            if (rank.slotValue(lease.slot()) != lease.nonce()) {
+                throw new IllegalStateException("rank " + rank.rank() + " slot " + lease.slot() + " does not hold the"
+                        + " nonce of lease " + lease.requestId() + " at export");
+            }
+        }
+    }
+
+    private KvTransferParams paramsOf(Lease lease) {
+        List<Integer> ids = Arrays.stream(lease.blockIds()).boxed().toList();
+        return new KvTransferParams(true, false, config.engineId(), lease.requestId(), List.of(ids), config.host(),
+                config.port(), config.tpSize(), lease.tokens().length, KvTransferParams.PULL,
+                lease.hasSlot() ? lease.slot() : null, lease.hasSlot() ? lease.nonce() : null, Map.of());
+    }
+
+    private void onNotification(int rank, String from, byte[] message, long now) {
+        switch (LeaseNotification.parse(message)) {
+            case LeaseNotification.Heartbeat hb -> hb.requestIds().forEach(id -> heartbeat(id, now));
+            case LeaseNotification.Read read -> onRead(rank, from, read);
+            case LeaseNotification.Malformed m -> counters.malformedNotifications.incrementAndGet();
+        }
+    }
+
+    private void heartbeat(String requestId, long now) {
+        Lease lease = leases.find(requestId);
+        boolean extended = lease != null && lease.extend(now, config.heartbeatExtensionMillis());
+        (extended ? counters.heartbeatsApplied : counters.heartbeatsIgnored).incrementAndGet();
+    }
+
+    /**
+     * A read notification counts only against the live lease it names: with a nonce, the nonce must
+     * be the lease's; without one (an unverifying decoder, L10) it is taken at its word.
+     */
+    private void onRead(int rank, String from, LeaseNotification.Read read) {
+        Lease lease = leases.find(read.requestId());
+        boolean current = lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0
+                && (read.nonce() == LeaseNotification.NO_NONCE || lease.hasSlot() && read.nonce() == lease.nonce());
+        if (!current) {
+            counters.staleNotifications.incrementAndGet();
+            return;
+        }
+        switch (lease.recordReader(rank, from, read.consumers())) {
+            case DUPLICATE -> counters.duplicateNotifications.incrementAndGet();
+            case COUNTED -> { }
+            case RANK_COMPLETE -> {
+                exitRank(lease, rank);
+                if (lease.allRanksExiting()) {
+                    counters.leasesReleasedByReaders.incrementAndGet();
+                }
+            }
+        }
+    }
+
+    private int reapExpired(long now) {
+        int n = 0;
+        for (Lease lease : leases.all()) {
+            if (lease.expired(now) && lease.anyRankHeld()) {
+                exitAllRanks(lease);
+                counters.leasesExpired.incrementAndGet();
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void abort(ProducerCommand.Abort a) {
+        Lease lease = leases.find(a.requestId());
+        if (lease == null) {
+            a.reply().completeExceptionally(new IllegalArgumentException("no lease for request " + a.requestId()));
+            return;
+        }
+        if (lease.anyRankHeld() && lease.state().compareTo(LeaseState.EXPORTED) >= 0) {
+            exitAllRanks(lease);
+            counters.leasesAborted.incrementAndGet();
+        }
+        a.reply().complete(null);
+    }
+
+    private void exitAllRanks(Lease lease) {
+        for (ProducerRank rank : ranks) {
+            exitRank(lease, rank.rank());
+        }
+    }
+
+    /** L3: the rank's slot clear is queued; it reports finished-sending only after applying it. */
+    private void exitRank(Lease lease, int rank) {
+        if (lease.beginRankExit(rank)) {
+            ranks.get(rank).queueClear(lease);
+            if (lease.state() == LeaseState.EXPORTED) {
+                lease.moveTo(LeaseState.RELEASING);
+            }
+        }
+    }
+
+    /** Loop thread only (or a test driving {@link #doWork}): other threads use {@link #submitSnapshot}. */
+    public ProducerSnapshot snapshot() {
+        Map<String, LeaseState> states = new LinkedHashMap<>();
+        leases.all().forEach(l -> states.put(l.requestId(), l.state()));
+        return new ProducerSnapshot(blocks.freeCount(), blocks.capacity(), slots.free(), leases.size(),
+                ranks.stream().map(ProducerRank::nonZeroSlots).toList(), states);
+    }
+
+    /** Loop thread only: the lease a request holds, or null. */
+    public Lease lease(String requestId) {
+        return leases.find(requestId);
+    }
+
+    /** Loop thread only: what {@code rank}'s slot holds right now. */
+    public long slotValue(int rank, int slot) {
+        return ranks.get(rank).slotValue(slot);
+    }
+
+    /** Loop thread only: handles (regions, lists, READs) held by each rank's agent. */
+    public List<Integer> openHandles() {
+        return ranks.stream().map(ProducerRank::openHandles).toList();
+    }
+
+    /**
+     * Shuts down: unanswered commands fail, every held lease's slot is zeroed before its blocks go,
+     * the engine is withdrawn from the registry, and each rank closes its agent (which refuses if a
+     * handle is still held).
+     */
+    @Override
+    public void close() {
+        if (!open) {
+            return;
+        }
+        open = false;
+        IllegalStateException closing = new IllegalStateException(name() + " is shutting down");
+        commands.drainAll(c -> c.reply().completeExceptionally(closing));
+        pending.forEach(p -> p.reply().completeExceptionally(closing));
+        scheduled.values().forEach(r -> r.completeExceptionally(closing));
+        registry.withdraw(config.engineId());
+        for (Lease lease : leases.all()) {
+            exitAllRanks(lease);
+            ranks.forEach(r -> r.applySlotOps(l -> { }));
+        }
+        ranks.forEach(ProducerRank::close);
+        ranks.clear();
+    }
+
+    private void requireOpen() {
+        if (!open) {
+            throw new IllegalStateException(name() + " is not open");
+        }
+    }
+}

@@ -1,0 +1,67 @@
+package io.pdconnector.consumer;
+
+import static io.pdconnector.testing.Cluster.assertDeclined;
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.lease.LeaseState;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.testing.Cluster;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** A pull that ends early gives back its READs and blocks, and does not tell P it read. */
+class PullAbortAndTimeoutTest {
+
+    private final Cluster cluster = new Cluster();
+    private final int[] promptA = prompt(1, 10);
+
+    @AfterEach
+    void close() {
+        cluster.close();
+    }
+
+    @Test
+    void abortReleasesInFlightReadsAndBlocks() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
+        cluster.step();
+        assertEquals(2, d.snapshot().blockReadsInFlight());
+
+        cluster.await(d.submitAbort("a"));
+
+        assertDeclined(pull.join(), "aborted");
+        assertTrue(d.snapshot().idle(), d.snapshot().toString());
+        assertEquals(LeaseState.EXPORTED, p.lease("a").state(), "P was not told anything was read");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void pullWhoseReadsNeverCompleteTimesOutAndCancelsThem() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTimeout(Duration.ofSeconds(10)));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.holdKind = "block";
+        cluster.engine.holdPolls = Integer.MAX_VALUE;
+        CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
+        cluster.steps(3);
+        assertFalse(pull.isDone());
+
+        cluster.clock.advance(Duration.ofSeconds(10));
+        cluster.step();
+
+        assertDeclined(pull.join(), "timeout");
+        assertEquals(0, d.counters().leaseCheckFailures.get(), "a timeout is not a lease check failure");
+        cluster.engine.holdPolls = 0;
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+}

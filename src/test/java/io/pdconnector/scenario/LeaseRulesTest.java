@@ -1,0 +1,353 @@
+package io.pdconnector.scenario;
+
+import static io.pdconnector.testing.Cluster.assertDeclined;
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.lease.LeaseState;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.testing.Cluster;
+import io.pdconnector.testing.RawPeer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** L2-L10 end to end: producers and consumers on loopback, stepped by the test. */
+class LeaseRulesTest {
+
+    private final Cluster cluster = new Cluster();
+    private final int[] promptA = prompt(1, 10);
+
+    @AfterEach
+    void close() {
+        cluster.close();
+    }
+
+    private LeaseScheduler producer(int tp) {
+        return cluster.producer(cluster.producerConfig("p").withTp(tp));
+    }
+
+    private PullScheduler decoder(int tp) {
+        return cluster.consumer(cluster.consumerConfig("d").withTp(tp));
+    }
+
+    @Test
+    void L2_slotHoldsTheNonceOnEveryRankWhenParamsAreExported() {
+        LeaseScheduler p = producer(2);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+
+        assertEquals(LeaseState.EXPORTED, p.lease("a").state());
+        assertEquals(16 + 4, cluster.registry.lookup("p").orElseThrow().getFirst().slotCount(),
+                "kv_lease_slots defaults to blocks + max_num_seqs");
+        for (int rank = 0; rank < 2; rank++) {
+            assertEquals(a.remoteLeaseNonce(), p.slotValue(rank, a.remoteLeaseSlot()), "rank " + rank);
+        }
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L3_blocksAreFreedOnlyWhenEveryRankHasZeroedItsSlot() {
+        LeaseScheduler p = producer(2);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        RawPeer reader = cluster.rawPeer("reader", "p");
+        int free = p.snapshot().freeBlocks();
+
+        reader.send(0, "a:1:" + a.remoteLeaseNonce());
+        cluster.steps(2);
+
+        assertEquals(0, p.slotValue(0, a.remoteLeaseSlot()));
+        assertEquals(a.remoteLeaseNonce(), p.slotValue(1, a.remoteLeaseSlot()), "rank 1 still holds");
+        assertEquals(LeaseState.RELEASING, p.lease("a").state());
+        assertEquals(free, p.snapshot().freeBlocks(), "blocks stay held while rank 1 has not finished");
+
+        reader.send(1, "a:1:" + a.remoteLeaseNonce());
+        cluster.steps(2);
+
+        assertNull(p.lease("a"));
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L3_expiryAndAbortZeroTheSlotsOnEveryRankAndFreeTheBlocks() {
+        LeaseScheduler p = producer(2);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
+
+        cluster.await(p.submitAbort("a"));
+        cluster.steps(2);
+        assertEquals(0, p.slotValue(0, a.remoteLeaseSlot()));
+        assertEquals(0, p.slotValue(1, a.remoteLeaseSlot()));
+        assertEquals(b.remoteLeaseNonce(), p.slotValue(1, b.remoteLeaseSlot()));
+
+        cluster.lapseAll();
+        assertEquals(1, p.counters().leasesAborted.get());
+        assertEquals(1, p.counters().leasesExpired.get());
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L4_requestWithoutAFreeSlotGetsNoLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withBlocks(16, 4, 1));
+        PullScheduler d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
+
+        assertTrue(a.hasLease());
+        assertFalse(b.hasLease());
+        assertFalse(b.toMap().containsKey("remote_lease_nonce"));
+        assertDeclined(cluster.pull(d, "b", prompt(2, 10), b), "no_lease");
+        assertEquals(1, d.counters().leaseCheckFailures.get());
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
+
+        cluster.finish(d, "a");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L4_slotReturnsToThePoolOnlyAfterEveryRankFinishedSending() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2).withBlocks(16, 4, 1));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        RawPeer reader = cluster.rawPeer("reader", "p");
+        reader.send(0, "a:1:" + a.remoteLeaseNonce());
+        cluster.steps(2);
+
+        assertFalse(cluster.prefill(p, "b", prompt(2, 4)).hasLease(), "rank 1 still holds a's slot");
+
+        reader.send(1, "a:1:" + a.remoteLeaseNonce());
+        cluster.steps(2);
+        KvTransferParams c = cluster.prefill(p, "c", prompt(3, 4));
+        assertEquals(a.remoteLeaseSlot(), c.remoteLeaseSlot());
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L5_oneSlotReadPerRemoteRankPerStepPostedAfterEveryBlockRead() {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(1);
+        List<KvTransferParams> params = List.of(cluster.prefill(p, "a", promptA),
+                cluster.prefill(p, "b", prompt(2, 10)), cluster.prefill(p, "c", prompt(3, 10)));
+        cluster.engine.events.clear();
+
+        List<CompletableFuture<PullOutcome>> pulls = List.of(d.submitPull("a", promptA, params.get(0)),
+                d.submitPull("b", prompt(2, 10), params.get(1)), d.submitPull("c", prompt(3, 10), params.get(2)));
+        pulls.forEach(cluster::await);
+
+        pulls.forEach(f -> assertEquals(PullState.RECEIVED, f.join().state()));
+        assertEquals(2, cluster.engine.count("post slot"), "one slot READ per P rank for all three pulls");
+        assertEquals(6, cluster.engine.count("status block d-d0"), "3 pulls x 2 source ranks, each polled once");
+        int lastBlockDone = cluster.engine.events.lastIndexOf(cluster.engine.events.stream()
+                .filter(e -> e.startsWith("status block")).reduce((x, y) -> y).orElseThrow());
+        assertTrue(lastBlockDone < cluster.engine.indexOf("post slot"), "slots are read after the blocks");
+        assertEquals(0, cluster.engine.count("post block d-d0->p-p0 n=3 notif"));
+        for (String id : List.of("a", "b", "c")) {
+            assertTrue(cluster.matches(d, id));
+            cluster.finish(d, id);
+        }
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L6_notificationCarriesTheNonceAndFollowsTheSlotCheck() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
+
+        int slotDone = cluster.engine.indexOf("status slot d-d0->p-p0 DONE");
+        int notified = cluster.engine.indexOf("notify d-d0->p-p0 a:1:" + a.remoteLeaseNonce());
+        assertTrue(slotDone >= 0 && notified > slotDone, cluster.engine.events.toString());
+        assertTrue(cluster.engine.events.stream().noneMatch(e -> e.startsWith("post") && e.endsWith("notif")),
+                "no READ carries a notification");
+        cluster.finish(d, "a");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L6_declinedPullSendsNoReadNotification() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.await(p.submitAbort("a"));
+        cluster.steps(2);
+
+        assertDeclined(cluster.pull(d, "a", promptA, a), "lease_mismatch");
+
+        assertEquals(0, cluster.engine.count("notify d-d0->p-p0 a:"));
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L7_failedSlotReadFailsTheLoadAndIsCounted() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.failSlotReads = true;
+
+        assertDeclined(cluster.pull(d, "a", promptA, a), "slot_read_failed");
+
+        assertEquals(1, d.counters().leaseCheckFailures.get());
+        assertEquals(LeaseState.EXPORTED, p.lease("a").state(), "P was not told: it keeps the lease until expiry");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L7_recomputePolicyRecomputesAfterAFailedCheck() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.failSlotReads = true;
+
+        PullOutcome o = cluster.pull(d, "a", promptA, a);
+
+        assertEquals(PullState.RECOMPUTED, o.state());
+        assertEquals("slot_read_failed", o.reason().wire());
+        assertTrue(cluster.matches(d, "a"));
+        assertEquals(1, d.counters().leaseCheckFailures.get());
+        cluster.finish(d, "a");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L8_heartbeatsKeepTheLeaseOfAQueuedPullAlive() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withBlocks(3));
+        KvTransferParams first = cluster.prefill(p, "first", promptA);
+        KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
+        cluster.pull(d, "first", promptA, first);
+        CompletableFuture<PullOutcome> queued = d.submitPull("waiting", prompt(2, 10), waiting);
+
+        for (int s = 0; s < 12; s++) {
+            cluster.clock.advance(Duration.ofSeconds(5));
+            cluster.steps(2);
+        }
+
+        assertFalse(queued.isDone(), "D has no free blocks: the pull is still queued after 60 s");
+        assertEquals(LeaseState.EXPORTED, p.lease("waiting").state(), "heartbeats kept a 30 s lease for 60 s");
+        assertTrue(p.counters().heartbeatsApplied.get() >= 10);
+        cluster.finish(d, "first");
+        assertEquals(PullState.RECEIVED, cluster.await(queued).state());
+        assertTrue(cluster.matches(d, "waiting"));
+        long sent = d.counters().heartbeatsSent.get();
+        cluster.clock.advance(Duration.ofSeconds(10));
+        cluster.steps(2);
+        assertEquals(sent, d.counters().heartbeatsSent.get(), "heartbeats stop once the pull is decided");
+        cluster.finish(d, "waiting");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L8_heartbeatNeverRevivesAnExpiredLease() {
+        LeaseScheduler p = producer(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        RawPeer decoder = cluster.rawPeer("late-decoder", "p");
+        cluster.clock.advance(Cluster.LEASE);
+
+        decoder.send(0, "HB:a");
+        cluster.step();
+
+        assertEquals(1, p.counters().heartbeatsIgnored.get(), "the lease's time was up when the heartbeat came");
+        cluster.steps(2);
+        assertNull(p.lease("a"));
+        assertEquals(0, p.slotValue(0, a.remoteLeaseSlot()));
+        decoder.send(0, "HB:a");
+        cluster.steps(2);
+        assertEquals(2, p.counters().heartbeatsIgnored.get());
+        assertNull(p.lease("a"), "a heartbeat does not bring a freed lease back");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L8_reaperSweepsEveryLeaseWhateverTheOrderOfExpiries() {
+        LeaseScheduler p = producer(1);
+        RawPeer decoder = cluster.rawPeer("decoder", "p");
+        cluster.prefill(p, "early", promptA);
+        cluster.clock.advance(Duration.ofSeconds(10));
+        cluster.prefill(p, "late", prompt(2, 10));
+        cluster.clock.advance(Duration.ofSeconds(15));
+        decoder.send(0, "HB:early");
+        cluster.step();
+        assertEquals(1, p.counters().heartbeatsApplied.get());
+
+        cluster.clock.advance(Duration.ofSeconds(16));
+        cluster.steps(2);
+
+        assertNull(p.lease("late"), "the later-exported lease expired first and was reaped");
+        assertEquals(LeaseState.EXPORTED, p.lease("early").state());
+        cluster.clock.advance(Duration.ofSeconds(5));
+        cluster.steps(2);
+        assertNull(p.lease("early"));
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L9_multiRankPullIsDecidedOnlyWhenEveryReadIsTerminal() {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.holdKind = "block";
+        cluster.engine.holdRemoteAgent = "p-p1";
+        cluster.engine.holdPolls = 5;
+
+        CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
+        cluster.steps(5);
+
+        assertFalse(pull.isDone());
+        assertEquals(1, cluster.engine.count("status block d-d0->p-p0 DONE"), "rank 0's READ is done");
+        assertEquals(0, cluster.engine.count("post slot"), "no slot READ while rank 1's READ is in flight");
+        assertEquals(PullState.RECEIVED, cluster.await(pull).state());
+        assertTrue(cluster.matches(d, "a"));
+        cluster.finish(d, "a");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L10_verificationOffSkipsTheSlotReadAndNotifiesWithoutNonce() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
+
+        assertEquals(0, cluster.engine.count("post slot"));
+        assertEquals(1, cluster.engine.events.stream().filter(e -> e.equals("notify d-d0->p-p0 a:1")).count());
+        cluster.steps(2);
+        assertNull(p.lease("a"), "P takes an unverified reader's word");
+        cluster.finish(d, "a");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L10_producerThatCannotRegisterItsSlotsFailsToStart() {
+        cluster.engine.refuseRegionLabel = "lease-slots";
+        LeaseScheduler p = new LeaseScheduler(cluster.producerConfig("p"), cluster.engine, cluster.registry,
+                cluster.clock);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, p::open);
+
+        assertTrue(e.getMessage().contains("cannot register its") && e.getMessage().contains("lease slots"),
+                e.getMessage());
+        assertTrue(cluster.registry.lookup("p").isEmpty(), "a failed start publishes nothing");
+        LeaseScheduler unverified = cluster.producer(cluster.producerConfig("p").withVerification(false));
+        KvTransferParams a = cluster.prefill(unverified, "a", promptA);
+        assertNull(a.remoteLeaseNonce(), "unverified, no lease fields");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+}

@@ -1,0 +1,219 @@
+package io.pdconnector.testing;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.consumer.ConsumerConfig;
+import io.pdconnector.consumer.ConsumerSnapshot;
+import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.engine.ModelGeometry;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.lease.ProducerSnapshot;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.transfer.TransferEngine;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Producers and consumers on one loopback engine and a manual clock, stepped by the test thread
+ * (which is therefore the step-loop thread that owns every agent).
+ */
+public final class Cluster implements AutoCloseable {
+
+    /** Small enough that thousands of pulls take seconds: 512-byte blocks at TP1. */
+    public static final ModelGeometry SMALL = new ModelGeometry(2, 2, 8, 4, 2);
+    public static final Duration LEASE = Duration.ofSeconds(30);
+    private static final int MAX_STEPS = 1_000;
+
+    public final ManualClock clock = new ManualClock();
+    public final RecordingEngine engine = new RecordingEngine();
+    public final EmbeddedRegistry registry = new EmbeddedRegistry();
+    private final Path stateDir;
+    private final List<LeaseScheduler> producers = new ArrayList<>();
+    private final List<PullScheduler> consumers = new ArrayList<>();
+    private final List<RawPeer> rawPeers = new ArrayList<>();
+
+    public Cluster() {
+        try {
+            stateDir = Files.createTempDirectory("pd-state");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public Path stateDir() {
+        return stateDir;
+    }
+
+    public ProducerConfig producerConfig(String engineId) {
+        return ProducerConfig.defaults(engineId, stateDir.resolve(engineId)).withGeometry(SMALL)
+                .withBlocks(16, 4, 0);
+    }
+
+    public ConsumerConfig consumerConfig(String engineId) {
+        return ConsumerConfig.defaults(engineId).withGeometry(SMALL).withBlocks(16);
+    }
+
+    public ConsumerConfig consumerConfig(String engineId, boolean verify, LoadFailurePolicy policy) {
+        return consumerConfig(engineId).withVerification(verify, policy);
+    }
+
+    public LeaseScheduler producer(ProducerConfig config) {
+        LeaseScheduler p = new LeaseScheduler(config, engine, registry, clock);
+        p.open();
+        producers.add(p);
+        return p;
+    }
+
+    /** Shuts a producer down, as a crash-free restart would before the new process starts. */
+    public void stop(LeaseScheduler p) {
+        producers.remove(p);
+        p.close();
+    }
+
+    public PullScheduler consumer(ConsumerConfig config) {
+        PullScheduler c = new PullScheduler(config, engine, registry, clock);
+        c.open();
+        consumers.add(c);
+        return c;
+    }
+
+    /** One step of every producer, then of every consumer. */
+    public void step() {
+        producers.forEach(LeaseScheduler::doWork);
+        consumers.forEach(PullScheduler::doWork);
+    }
+
+    public void stepProducers() {
+        producers.forEach(LeaseScheduler::doWork);
+    }
+
+    public void stepConsumers() {
+        consumers.forEach(PullScheduler::doWork);
+    }
+
+    public void steps(int n) {
+        for (int i = 0; i < n; i++) {
+            step();
+        }
+    }
+
+    /** Steps until the future is done (bounded), then returns its value or rethrows its failure. */
+    public <T> T await(CompletableFuture<T> future) {
+        for (int i = 0; i < MAX_STEPS && !future.isDone(); i++) {
+            step();
+        }
+        assertTrue(future.isDone(), "no answer within " + MAX_STEPS + " steps");
+        try {
+            return future.join();
+        } catch (CompletionException e) {
+            throw (RuntimeException) e.getCause();
+        }
+    }
+
+    public KvTransferParams prefill(LeaseScheduler p, String id, int[] tokens) {
+        return await(p.submitPrefill(id, tokens));
+    }
+
+    public PullOutcome pull(PullScheduler c, String id, int[] tokens, KvTransferParams params) {
+        return await(c.submitPull(id, tokens, params));
+    }
+
+    public boolean matches(PullScheduler c, String id) {
+        return await(c.submitMatchesReference(id));
+    }
+
+    public void finish(PullScheduler c, String id) {
+        await(c.submitFinish(id));
+    }
+
+    /** Lets every lease lapse and be reaped. */
+    public void lapseAll() {
+        clock.advance(LEASE.plusSeconds(1));
+        steps(3);
+    }
+
+    /**
+     * Nothing held: every P block free, no lease, every slot zero on every rank, no READ in flight,
+     * every D block free. (Agents' handles are checked by {@link #close}: an agent refuses to close
+     * while it holds one.)
+     */
+    public void assertNoLeak() {
+        steps(2);
+        for (LeaseScheduler p : producers) {
+            ProducerSnapshot s = p.snapshot();
+            assertTrue(s.idle(), p.name() + " still holds something: " + s);
+        }
+        for (PullScheduler c : consumers) {
+            ConsumerSnapshot s = c.snapshot();
+            assertTrue(s.idle(), c.name() + " still holds something: " + s);
+        }
+    }
+
+    /** An agent outside any loop that has loaded {@code engineId}'s metadata: a late or rogue reader. */
+    public RawPeer rawPeer(String name, String engineId) {
+        RawPeer peer = new RawPeer(engine.createAgent(name), registry.lookup(engineId).orElseThrow());
+        rawPeers.add(peer);
+        return peer;
+    }
+
+    /** Closes every loop; fails if any agent still held a handle after its owner released its own. */
+    @Override
+    public void close() {
+        RuntimeException first = null;
+        for (RawPeer r : rawPeers) {
+            first = closeQuietly(r::close, first);
+        }
+        for (PullScheduler c : consumers) {
+            first = closeQuietly(c::close, first);
+        }
+        for (LeaseScheduler p : producers) {
+            first = closeQuietly(p::close, first);
+        }
+        if (first == null && !engine.unclosedAgents().isEmpty()) {
+            first = new IllegalStateException("agents not closed, so still holding handles: "
+                    + engine.unclosedAgents());
+        }
+        engine.close();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static RuntimeException closeQuietly(Runnable close, RuntimeException first) {
+        try {
+            close.run();
+            return first;
+        } catch (RuntimeException e) {
+            return first == null ? e : first;
+        }
+    }
+
+    public static int[] prompt(int seed, int length) {
+        int[] t = new int[length];
+        for (int i = 0; i < length; i++) {
+            t[i] = Math.floorMod(seed * 7919 + i * 104729, 50_000);
+        }
+        return t;
+    }
+
+    public TransferEngine transferEngine() {
+        return engine;
+    }
+
+    public static void assertDeclined(PullOutcome o, String reason) {
+        assertEquals(io.pdconnector.consumer.PullState.DECLINED, o.state(), "outcome " + o);
+        assertEquals(reason, o.reason().wire());
+    }
+}

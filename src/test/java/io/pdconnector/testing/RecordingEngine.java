@@ -1,0 +1,183 @@
+package io.pdconnector.testing;
+
+import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.NativeStatus;
+import io.pdconnector.transfer.PreparedDescriptors;
+import io.pdconnector.transfer.ReadRequest;
+import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferEngine;
+import io.pdconnector.transfer.TransferException;
+import io.pdconnector.transfer.TransferStatus;
+import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+
+/**
+ * Loopback with a log of what every agent did, and faults a test can switch on: a refused region
+ * registration, slot READs that fail, READs that stay in flight. READs are classified as "slot" or
+ * "block" by whether their remote memory is a lease slot array.
+ */
+public final class RecordingEngine implements TransferEngine {
+
+    public final List<String> events = Collections.synchronizedList(new ArrayList<>());
+    public volatile String refuseRegionLabel;
+    public volatile boolean failSlotReads;
+    /** READs of this kind stay IN_PROGRESS while this is positive; each poll counts it down. */
+    public volatile int holdPolls;
+    public volatile String holdKind = "none";
+    public volatile String holdRemoteAgent;
+
+    private final LoopbackTransferEngine delegate = new LoopbackTransferEngine();
+    private final List<String> created = Collections.synchronizedList(new ArrayList<>());
+    private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
+    private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public String kind() {
+        return "recording-loopback";
+    }
+
+    @Override
+    public TransferAgent createAgent(String name) {
+        Agent agent = new Agent(delegate.createAgent(name));
+        created.add(name);
+        return agent;
+    }
+
+    /** Agents created and not (successfully) closed; an agent closes only with no handle left. */
+    public List<String> unclosedAgents() {
+        synchronized (created) {
+            List<String> open = new ArrayList<>(created);
+            closed.forEach(open::remove);
+            return open;
+        }
+    }
+
+    @Override
+    public void close() {
+        delegate.close();
+    }
+
+    public long count(String prefix) {
+        synchronized (events) {
+            return events.stream().filter(e -> e.startsWith(prefix)).count();
+        }
+    }
+
+    public int indexOf(String prefix) {
+        synchronized (events) {
+            for (int i = 0; i < events.size(); i++) {
+                if (events.get(i).startsWith(prefix)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+    }
+
+    private boolean isSlotMemory(DescriptorList list) {
+        long a = list.address(0);
+        synchronized (slotRanges) {
+            return slotRanges.stream().anyMatch(r -> a >= r[0] && a < r[1]);
+        }
+    }
+
+    private final class Agent implements TransferAgent {
+        private final TransferAgent inner;
+        private final Map<PreparedDescriptors, String> kinds = Collections.synchronizedMap(new IdentityHashMap<>());
+        private final Map<ReadRequest, String> reads = Collections.synchronizedMap(new IdentityHashMap<>());
+
+        Agent(TransferAgent inner) {
+            this.inner = inner;
+        }
+
+        @Override public String name() { return inner.name(); }
+
+        @Override
+        public RegisteredRegion allocate(String label, long bytes) {
+            if (label.equals(refuseRegionLabel)) {
+                throw TransferException.of("registerMem(" + label + ")", NativeStatus.BACKEND.code(), "injected");
+            }
+            RegisteredRegion r = inner.allocate(label, bytes);
+            if (label.equals("lease-slots")) {
+                slotRanges.add(new long[] {r.address(), r.address() + r.length()});
+            }
+            return r;
+        }
+
+        @Override public void deregister(RegisteredRegion region) { inner.deregister(region); }
+        @Override public byte[] localMetadata() { return inner.localMetadata(); }
+        @Override public String loadRemoteMetadata(byte[] metadata) { return inner.loadRemoteMetadata(metadata); }
+        @Override public void invalidateRemote(String remoteAgent) { inner.invalidateRemote(remoteAgent); }
+        @Override public PreparedDescriptors prepareLocal(DescriptorList d) { return inner.prepareLocal(d); }
+
+        @Override
+        public PreparedDescriptors prepareRemote(String remoteAgent, DescriptorList d) {
+            PreparedDescriptors p = inner.prepareRemote(remoteAgent, d);
+            kinds.put(p, isSlotMemory(d) ? "slot" : "block");
+            return p;
+        }
+
+        @Override public void release(PreparedDescriptors prepared) { inner.release(prepared); }
+
+        @Override
+        public ReadRequest postRead(PreparedDescriptors local, int[] li, PreparedDescriptors remote, int[] ri,
+                byte[] notification) {
+            ReadRequest r = inner.postRead(local, li, remote, ri, notification);
+            String kind = kinds.get(remote);
+            reads.put(r, kind);
+            events.add("post " + kind + " " + name() + "->" + remote.owner() + " n=" + li.length
+                    + (notification == null ? "" : " notif"));
+            return r;
+        }
+
+        @Override
+        public TransferStatus status(ReadRequest request) {
+            String kind = reads.get(request);
+            if (kind.equals(holdKind) && holdPolls > 0
+                    && (holdRemoteAgent == null || holdRemoteAgent.equals(request.remoteAgent()))) {
+                holdPolls--;
+                events.add("status " + kind + " " + name() + "->" + request.remoteAgent() + " IN_PROGRESS");
+                return TransferStatus.IN_PROGRESS;
+            }
+            if (kind.equals("slot") && failSlotReads) {
+                events.add("status slot " + name() + "->" + request.remoteAgent() + " FAILED");
+                throw TransferException.of("status", NativeStatus.BACKEND.code(), "injected");
+            }
+            TransferStatus s = inner.status(request);
+            events.add("status " + kind + " " + name() + "->" + request.remoteAgent() + " " + s);
+            return s;
+        }
+
+        @Override
+        public void release(ReadRequest request) {
+            reads.remove(request);
+            inner.release(request);
+        }
+
+        @Override
+        public void sendNotification(String remoteAgent, byte[] message) {
+            inner.sendNotification(remoteAgent, message);
+            events.add("notify " + name() + "->" + remoteAgent + " " + new String(message, StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public int drainNotifications(BiConsumer<String, byte[]> sink) {
+            return inner.drainNotifications(sink);
+        }
+
+        @Override public int openHandles() { return inner.openHandles(); }
+        @Override
+        public void close() {
+            events.add("close " + name() + " handles=" + inner.openHandles());
+            inner.close();
+            closed.add(name());
+        }
+    }
+}
