@@ -1,17 +1,147 @@
 package io.pdconnector.config;
 
+import io.pdconnector.consumer.LoadFailurePolicy;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
+import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.Pattern;
+import java.time.Duration;
+import java.util.Optional;
 
-/** The one configuration root of pd-connector: every key is {@code pd.*}, documented in the README. */
+/**
+ * The one configuration root of pd-connector: every key is {@code pd.*}, with its default here and
+ * its meaning in the README ("Configuration"). Environment variables override (PD_LEASE_DURATION).
+ */
 @ConfigMapping(prefix = "pd")
 public interface PdConfig {
+
+    /** What this instance serves: {@code producer} (P), {@code consumer} (D) or {@code both}. */
+    @WithDefault("both")
+    Role role();
+
+    /** This instance's engine id, as routers and peers name it (remote_engine_id). */
+    @WithDefault("pd-local")
+    @Pattern(regexp = "[A-Za-z0-9._-]{1,64}")
+    String engineId();
+
+    /** The host peers reach this instance's HTTP API at (remote_host in the params it exports). */
+    @WithDefault("127.0.0.1")
+    @NotBlank
+    String advertisedHost();
+
+    /** The port peers reach it at; default: quarkus.http.port. */
+    Optional<@Min(1) @Max(65535) Integer> advertisedPort();
+
+    @WithDefault("1")
+    @Min(1)
+    @Max(64)
+    int tpSize();
+
+    Model model();
+
+    Kv kv();
+
+    Lease lease();
+
+    ConsumerSettings consumer();
+
+    Http http();
+
+    Metrics metrics();
 
     Transfer transfer();
 
     Nixl nixl();
+
+    enum Role {
+        producer,
+        consumer,
+        both;
+
+        public boolean producer() {
+            return this != consumer;
+        }
+
+        public boolean consumer() {
+            return this != producer;
+        }
+    }
+
+    /** Model geometry; default a Qwen2.5-0.5B-like model. Both sides must agree (compat hash). */
+    interface Model {
+        @WithDefault("24") @Min(1) int layers();
+
+        @WithDefault("2") @Min(1) int kvHeads();
+
+        @WithDefault("64") @Min(1) int headDim();
+
+        @WithDefault("16") @Min(1) int blockTokens();
+
+        @WithDefault("2") @Min(1) @Max(8) int dtypeBytes();
+    }
+
+    interface Kv {
+        /** KV blocks of this instance (each rank holds the same block ids). */
+        @WithDefault("256") @Min(1) int numBlocks();
+
+        /** vLLM's max_num_seqs; with num-blocks it sizes the lease slots. */
+        @WithDefault("64") @Min(1) int maxNumSeqs();
+    }
+
+    interface Lease {
+        @WithDefault("30s")
+        Duration duration();
+
+        /** kv_lease_verification: off restores unverified pulls (L10). */
+        @WithDefault("true")
+        boolean verification();
+
+        /** kv_lease_slots; 0 means num-blocks + max-num-seqs. */
+        @WithDefault("0") @Min(0) int slots();
+
+        /** Where the nonce epoch is kept, so nonces never repeat across restarts (L1). */
+        @WithDefault(".cache/pd-state")
+        @NotBlank
+        String stateDir();
+    }
+
+    interface ConsumerSettings {
+        /** kv_load_failure_policy. */
+        @WithDefault("fail")
+        LoadFailurePolicy failurePolicy();
+
+        /** Heartbeat period; default lease duration / 6. */
+        Optional<Duration> heartbeatInterval();
+
+        /** A pull not decided by then is declined with reason timeout. */
+        @WithDefault("120s")
+        Duration pullTimeout();
+
+        /** How many times a step polls a slot READ before leaving it to the next step. */
+        @WithDefault("10000") @Min(1) int slotReadSpins();
+    }
+
+    interface Http {
+        /** How long an HTTP request waits for the step loop before it answers 503. */
+        @WithDefault("30s")
+        Duration requestDeadline();
+
+        /** Bounded command queue of each step loop; full answers 503 with Retry-After. */
+        @WithDefault("1024") @Min(1) int queueCapacity();
+
+        /** Deadline of the handshake fetch from a peer. */
+        @WithDefault("5s")
+        Duration handshakeTimeout();
+    }
+
+    interface Metrics {
+        /** Prefix of the upstream-named metrics: "" or "vllm:" (vLLM's own prefix). */
+        @WithDefault("none")
+        @Pattern(regexp = "none|vllm:")
+        String prefix();
+    }
 
     interface Transfer {
         /** {@code nixl} (real NIXL, the default) or {@code loopback} (in-process, single-process runs only). */

@@ -1,0 +1,91 @@
+package io.pdconnector.api;
+
+import io.pdconnector.consumer.Consumer;
+import io.pdconnector.consumer.DeclineReason;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.NotNull;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import java.util.Arrays;
+import java.util.Map;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+
+/** D's API for routers: pull P's KV (verified), release it. */
+@Path("/v1/consumer")
+@Produces(MediaType.APPLICATION_JSON)
+@Consumes(MediaType.APPLICATION_JSON)
+@Tag(name = "consumer")
+public class ConsumerResource {
+
+    private final ConnectorRuntime runtime;
+    private final PeerDirectory peers;
+
+    public ConsumerResource(ConnectorRuntime runtime, PeerDirectory peers) {
+        this.runtime = runtime;
+        this.peers = peers;
+    }
+
+    @POST
+    @Path("/pull")
+    @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
+    public PullResponse pull(@Valid @NotNull PullRequest request) {
+        Consumer consumer = consumer();
+        KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
+        int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
+        peers.ensure(params);
+        long start = System.nanoTime();
+        PullOutcome outcome = consumer.pull(request.requestId(), tokens, params);
+        double millis = (System.nanoTime() - start) / 1e6;
+        if (outcome.reason() == DeclineReason.TRANSFER_FAILED || outcome.reason() == DeclineReason.SLOT_READ_FAILED) {
+            peers.refresh(params.remoteEngineId());
+        }
+        if (outcome.state() == PullState.DECLINED) {
+            throw declined(outcome);
+        }
+        int[] blocks = outcome.localBlockIds();
+        long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
+        return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(),
+                outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
+                bytes, null, Map.of("total_ms", millis));
+    }
+
+    @DELETE
+    @Path("/requests/{id}")
+    @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
+    public void release(@PathParam("id") String id) {
+        consumer().abort(id);
+    }
+
+    private static ProblemException declined(PullOutcome outcome) {
+        String reason = outcome.reason().wire();
+        return new ProblemException(Problem.of(409, reason, "Pull declined",
+                "the pull of " + outcome.requestId() + " was declined: " + describe(outcome.reason()))
+                .forRequest(outcome.requestId()));
+    }
+
+    private static String describe(DeclineReason reason) {
+        return switch (reason) {
+            case LEASE_MISMATCH -> "a lease slot no longer held the nonce, so P released the blocks before or during the READ";
+            case SLOT_READ_FAILED -> "the READ of P's lease slots failed, so the KV cannot be proven to be P's";
+            case NO_LEASE -> "the params carry no lease fields and this decoder verifies leases";
+            case TRANSFER_FAILED -> "a block READ failed";
+            case TIMEOUT -> "the pull was not decided before its deadline";
+            case ABORTED -> "the pull was aborted";
+        };
+    }
+
+    private Consumer consumer() {
+        return runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
+    }
+}
