@@ -98,13 +98,17 @@ public class ProblemMappers {
         return Response.status(located.status()).type(Problem.MEDIA_TYPE).entity(located).build();
     }
 
-    /** "prefill.arg0.request_id" -> "request_id": clients know their own field names, not our method's. */
+    /**
+     * "prefill.request.requestId" -> "request_id": clients know the JSON field names (all snake_case),
+     * not our method and parameter names.
+     */
     private static String leaf(String path) {
         String[] parts = path.split("\\.");
         StringBuilder field = new StringBuilder();
         for (int i = 2; i < parts.length; i++) {
             field.append(field.isEmpty() ? "" : ".").append(parts[i]);
         }
-        return field.isEmpty() ? path : field.toString();
+        String name = field.isEmpty() ? path : field.toString();
+        return name.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(java.util.Locale.ROOT);
     }
 }
