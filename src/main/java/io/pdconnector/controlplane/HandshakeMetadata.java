@@ -24,6 +24,8 @@ public record HandshakeMetadata(
         String compatHash) {
 
     public static final String LAYOUT = "HND";
+    public static final int MAX_BLOCKS = 1 << 24;
+    public static final int MAX_SLOTS = 1 << 24;
 
     public HandshakeMetadata {
         Objects.requireNonNull(engineId, "engineId");
@@ -61,6 +63,18 @@ public record HandshakeMetadata(
         if (!LAYOUT.equals(layout)) {
             throw new IncompatiblePeerException(where + " uses KV layout " + layout + ", only " + LAYOUT
                     + " is supported");
+        }
+        requireSaneMemory(where);
+    }
+
+    /** D sizes descriptor lists from these numbers, so they must describe memory that can exist. */
+    private void requireSaneMemory(String where) {
+        if (numBlocks < 1 || numBlocks > MAX_BLOCKS || kvLength < (long) numBlocks * blockBytes()) {
+            throw new IncompatiblePeerException(where + " publishes " + numBlocks + " blocks of " + blockBytes()
+                    + " bytes in a KV region of " + kvLength + " bytes");
+        }
+        if (slotCount < 0 || slotCount > MAX_SLOTS || slotCount > 0 && slotBase == 0) {
+            throw new IncompatiblePeerException(where + " publishes " + slotCount + " lease slots at " + slotBase);
         }
     }
 }

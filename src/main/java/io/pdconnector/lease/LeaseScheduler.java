@@ -45,6 +45,7 @@ public final class LeaseScheduler implements StepWorker {
     private final CommandQueue<ProducerCommand> commands;
     private final ReferenceEngine reference;
     private final ProducerCounters counters = new ProducerCounters();
+    private final DecoderInbox inbox;
     private final BlockPool blocks;
     private final SlotPool slots;
     private final LeaseTable leases;
@@ -66,6 +67,7 @@ public final class LeaseScheduler implements StepWorker {
         this.blocks = new BlockPool(config.numBlocks());
         this.slots = new SlotPool(config.leaseVerification() ? config.effectiveLeaseSlots() : 0);
         this.leases = new LeaseTable(config.tpSize());
+        this.inbox = new DecoderInbox(leases, counters, config.heartbeatExtensionMillis(), this::exitRank);
     }
 
     @Override
@@ -152,7 +154,7 @@ public final class LeaseScheduler implements StepWorker {
         work += releaseFinished();
         work += exportScheduled(now);
         for (ProducerRank rank : ranks) {
-            work += rank.drainNotifications((from, message) -> onNotification(rank.rank(), from, message, now));
+            work += rank.drainNotifications((from, message) -> inbox.accept(rank.rank(), from, message, now));
         }
         work += reapExpired(now);
         return work;
@@ -253,44 +255,6 @@ public final class LeaseScheduler implements StepWorker {
         return new KvTransferParams(true, false, config.engineId(), lease.requestId(), List.of(ids), config.host(),
                 config.port(), config.tpSize(), lease.tokens().length, KvTransferParams.PULL,
                 lease.hasSlot() ? lease.slot() : null, lease.hasSlot() ? lease.nonce() : null, Map.of());
-    }
-
-    private void onNotification(int rank, String from, byte[] message, long now) {
-        switch (LeaseNotification.parse(message)) {
-            case LeaseNotification.Heartbeat hb -> hb.requestIds().forEach(id -> heartbeat(id, now));
-            case LeaseNotification.Read read -> onRead(rank, from, read);
-            case LeaseNotification.Malformed m -> counters.malformedNotifications.incrementAndGet();
-        }
-    }
-
-    private void heartbeat(String requestId, long now) {
-        Lease lease = leases.find(requestId);
-        boolean extended = lease != null && lease.extend(now, config.heartbeatExtensionMillis());
-        (extended ? counters.heartbeatsApplied : counters.heartbeatsIgnored).incrementAndGet();
-    }
-
-    /**
-     * A read notification counts only against the live lease it names: with a nonce, the nonce must
-     * be the lease's; without one (an unverifying decoder, L10) it is taken at its word.
-     */
-    private void onRead(int rank, String from, LeaseNotification.Read read) {
-        Lease lease = leases.find(read.requestId());
-        boolean current = lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0
-                && (read.nonce() == LeaseNotification.NO_NONCE || lease.hasSlot() && read.nonce() == lease.nonce());
-        if (!current) {
-            counters.staleNotifications.incrementAndGet();
-            return;
-        }
-        switch (lease.recordReader(rank, from, read.consumers())) {
-            case DUPLICATE -> counters.duplicateNotifications.incrementAndGet();
-            case COUNTED -> { }
-            case RANK_COMPLETE -> {
-                exitRank(lease, rank);
-                if (lease.allRanksExiting()) {
-                    counters.leasesReleasedByReaders.incrementAndGet();
-                }
-            }
-        }
     }
 
     private int reapExpired(long now) {

@@ -279,17 +279,21 @@ class LeaseRulesTest {
         RawPeer decoder = cluster.rawPeer("decoder", "p");
         cluster.prefill(p, "early", promptA);
         cluster.clock.advance(Duration.ofSeconds(10));
-        cluster.prefill(p, "late", prompt(2, 10));
+        cluster.prefill(p, "late1", prompt(2, 4));
+        cluster.prefill(p, "late2", prompt(3, 4));
         cluster.clock.advance(Duration.ofSeconds(15));
         decoder.send(0, "HB:early");
         cluster.step();
         assertEquals(1, p.counters().heartbeatsApplied.get());
 
         cluster.clock.advance(Duration.ofSeconds(16));
-        cluster.steps(2);
+        cluster.step();
 
-        assertNull(p.lease("late"), "the later-exported lease expired first and was reaped");
-        assertEquals(LeaseState.EXPORTED, p.lease("early").state());
+        assertEquals(LeaseState.EXPORTED, p.lease("early").state(), "the oldest lease was extended past t+40");
+        assertEquals(LeaseState.RELEASING, p.lease("late1").state(), "reaped in the same sweep");
+        assertEquals(LeaseState.RELEASING, p.lease("late2").state(), "reaped in the same sweep");
+        cluster.steps(2);
+        assertNull(p.lease("late1"));
         cluster.clock.advance(Duration.ofSeconds(5));
         cluster.steps(2);
         assertNull(p.lease("early"));

@@ -57,6 +57,24 @@ class RequestIdReuseTest {
     }
 
     @Test
+    void malformedNotificationsAreCountedAndChangeNothing() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        KvTransferParams a = cluster.prefill(p, "r", prompt1);
+        RawPeer rogue = cluster.rawPeer("rogue", "p");
+
+        rogue.send(0, "garbage");
+        rogue.send(0, "r:0:" + a.remoteLeaseNonce());
+        rogue.send(0, "r:1:" + (1L << 53));
+        rogue.send(0, "HB:r,bad:id");
+        cluster.steps(2);
+
+        assertEquals(4, p.counters().malformedNotifications.get());
+        assertEquals(LeaseState.EXPORTED, p.lease("r").state());
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
     void anIdCannotBeReusedWhileItsLeaseIsHeld() {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
         cluster.prefill(p, "r", prompt1);
