@@ -11,13 +11,17 @@ import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
+import java.util.Locale;
 import java.util.Map;
+import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
@@ -55,9 +59,24 @@ public class ConsumerResource {
         }
         int[] blocks = outcome.localBlockIds();
         long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
-        return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(),
+        String checksum = String.format("crc32c:%08x", consumer.kvChecksum(request.requestId()));
+        boolean reference = consumer.matchesReference(request.requestId());
+        return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
-                bytes, null, Map.of("total_ms", millis));
+                bytes, checksum, reference, Map.of("pull_ms", millis));
+    }
+
+    @GET
+    @Path("/requests/{id}/kv")
+    @Produces(MediaType.APPLICATION_OCTET_STREAM)
+    @Operation(summary = "The pulled KV bytes (per block, each rank's slice in rank order); then releases D's blocks")
+    public Response readKv(@PathParam("id") String id) {
+        Consumer consumer = consumer();
+        byte[] kv = consumer.readKv(id);
+        CRC32C crc = new CRC32C();
+        crc.update(kv);
+        consumer.finish(id);
+        return Response.ok(kv).header("X-KV-Checksum", String.format("crc32c:%08x", crc.getValue())).build();
     }
 
     @DELETE

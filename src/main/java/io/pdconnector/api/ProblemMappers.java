@@ -4,6 +4,7 @@ import io.pdconnector.controlplane.IncompatiblePeerException;
 import io.pdconnector.controlplane.PeerUnreachableException;
 import io.pdconnector.lease.Deadlines;
 import io.pdconnector.lease.SchedulerBusyException;
+import io.pdconnector.lease.UnknownRequestException;
 import io.pdconnector.producer.InvalidKvTransferParamsException;
 import io.pdconnector.producer.ProducerCapacityException;
 import jakarta.validation.ConstraintViolationException;
@@ -25,6 +26,12 @@ public class ProblemMappers {
     @ServerExceptionMapper
     public Response problem(ProblemException e, UriInfo uri) {
         return respond(e.problem(), uri);
+    }
+
+    @ServerExceptionMapper
+    public Response unknownRequest(UnknownRequestException e, UriInfo uri) {
+        return respond(Problem.of(404, "unknown-request", "Unknown request", e.getMessage())
+                .forRequest(e.requestId()), uri);
     }
 
     @ServerExceptionMapper

@@ -5,7 +5,11 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.List;
 import java.util.Map;
 
-/** D -> router: {@code received} or {@code recomputed}; a declined pull is a 409 problem instead. */
+/**
+ * D -> router: {@code received} or {@code recomputed}; a declined pull is a 409 problem instead.
+ * {@code kv_checksum} is CRC-32C of the pulled KV as {@code GET .../kv} returns it;
+ * {@code matches_reference} says whether those bytes are the reference engine's KV of the prompt.
+ */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PullResponse(
         @JsonProperty("request_id") String requestId,
@@ -14,5 +18,6 @@ public record PullResponse(
         @JsonProperty("block_ids") List<Integer> blockIds,
         long bytes,
         @JsonProperty("kv_checksum") String kvChecksum,
+        @JsonProperty("matches_reference") Boolean matchesReference,
         Map<String, Double> timings) {
 }

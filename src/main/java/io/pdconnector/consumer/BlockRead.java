@@ -1,5 +1,6 @@
 package io.pdconnector.consumer;
 
+import io.pdconnector.metrics.TransferObserver;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
@@ -8,23 +9,32 @@ import io.pdconnector.transfer.TransferStatus;
 final class BlockRead {
 
     private final SliceChannel channel;
+    private final TransferObserver observer;
+    private final long postedAt;
+    private final long postNanos;
     private ReadRequest request;
     private boolean failed;
 
-    private BlockRead(SliceChannel channel, ReadRequest request, boolean failed) {
+    private BlockRead(SliceChannel channel, TransferObserver observer, ReadRequest request, boolean failed,
+            long postedAt, long postNanos) {
         this.channel = channel;
+        this.observer = observer;
         this.request = request;
         this.failed = failed;
+        this.postedAt = postedAt;
+        this.postNanos = postNanos;
     }
 
     /** Posts without a notification (L6: P hears from D only after the slot check). */
-    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks) {
+    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks, TransferObserver observer) {
+        long start = System.nanoTime();
         try {
             ReadRequest r = channel.rank().agent().postRead(channel.local(), channel.indices(localBlocks),
                     channel.remote(), channel.indices(remoteBlocks), null);
-            return new BlockRead(channel, r, false);
+            return new BlockRead(channel, observer, r, false, start, System.nanoTime() - start);
         } catch (TransferException e) {
-            return new BlockRead(channel, null, true);
+            observer.blockReadFailed();
+            return new BlockRead(channel, observer, null, true, start, System.nanoTime() - start);
         }
     }
 
@@ -37,8 +47,10 @@ final class BlockRead {
             if (channel.rank().agent().status(request) == TransferStatus.IN_PROGRESS) {
                 return false;
             }
+            observer.blockReadDone(request.bytes(), request.descriptorCount(), postNanos, System.nanoTime() - postedAt);
         } catch (TransferException e) {
             failed = true;
+            observer.blockReadFailed();
         }
         release();
         return true;

@@ -23,6 +23,15 @@ public final class Consumer {
         return Deadlines.await(scheduler.submitMatchesReference(requestId), deadline, "check " + requestId);
     }
 
+    /** The pulled KV bytes of a received or recomputed pull (see {@link PullScheduler#submitReadKv}). */
+    public byte[] readKv(String requestId) {
+        return Deadlines.await(scheduler.submitReadKv(requestId), deadline, "read KV of " + requestId);
+    }
+
+    public long kvChecksum(String requestId) {
+        return Deadlines.await(scheduler.submitKvChecksum(requestId), deadline, "checksum of " + requestId);
+    }
+
     public void finish(String requestId) {
         Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
     }

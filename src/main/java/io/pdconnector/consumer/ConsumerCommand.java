@@ -22,6 +22,12 @@ sealed interface ConsumerCommand {
     record MatchesReference(String requestId, CompletableFuture<Boolean> reply) implements ConsumerCommand {
     }
 
+    record ReadKv(String requestId, CompletableFuture<byte[]> reply) implements ConsumerCommand {
+    }
+
+    record KvChecksum(String requestId, CompletableFuture<Long> reply) implements ConsumerCommand {
+    }
+
     record Snapshot(CompletableFuture<ConsumerSnapshot> reply) implements ConsumerCommand {
     }
 }

@@ -4,8 +4,11 @@ import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.controlplane.HandshakeMetadata;
 import io.pdconnector.engine.ReferenceEngine;
 import io.pdconnector.lease.CommandQueue;
+import io.pdconnector.lease.LoopGauges;
+import io.pdconnector.metrics.TransferObserver;
 import io.pdconnector.lease.RequestIds;
 import io.pdconnector.lease.StepWorker;
+import io.pdconnector.lease.UnknownRequestException;
 import io.pdconnector.producer.BlockPool;
 import io.pdconnector.producer.InvalidKvTransferParamsException;
 import io.pdconnector.producer.KvTransferParams;
@@ -40,6 +43,8 @@ public final class PullScheduler implements StepWorker {
     private final ConsumerConfig config;
     private final TransferEngine engine;
     private final EmbeddedRegistry registry;
+    private final TransferObserver observer;
+    private final LoopGauges gauges = new LoopGauges();
     private final InstantSource clock;
     private final CommandQueue<ConsumerCommand> commands;
     private final ReferenceEngine reference;
@@ -56,6 +61,12 @@ public final class PullScheduler implements StepWorker {
 
     public PullScheduler(ConsumerConfig config, TransferEngine engine, EmbeddedRegistry registry,
             InstantSource clock) {
+        this(config, engine, registry, clock, TransferObserver.NONE);
+    }
+
+    public PullScheduler(ConsumerConfig config, TransferEngine engine, EmbeddedRegistry registry,
+            InstantSource clock, TransferObserver observer) {
+        this.observer = observer;
         this.config = config;
         this.engine = engine;
         this.registry = registry;
@@ -69,6 +80,10 @@ public final class PullScheduler implements StepWorker {
     @Override
     public String name() {
         return "consumer-" + config.engineId();
+    }
+
+    public LoopGauges gauges() {
+        return gauges;
     }
 
     public ConsumerCounters counters() {
@@ -110,6 +125,20 @@ public final class PullScheduler implements StepWorker {
         return reply;
     }
 
+    /** A decided pull's KV bytes: for each local block, each rank's slice in rank order. */
+    public CompletableFuture<byte[]> submitReadKv(String requestId) {
+        CompletableFuture<byte[]> reply = new CompletableFuture<>();
+        commands.offer(new ConsumerCommand.ReadKv(RequestIds.require(requestId), reply));
+        return reply;
+    }
+
+    /** CRC-32C of what {@link #submitReadKv} would return. */
+    public CompletableFuture<Long> submitKvChecksum(String requestId) {
+        CompletableFuture<Long> reply = new CompletableFuture<>();
+        commands.offer(new ConsumerCommand.KvChecksum(RequestIds.require(requestId), reply));
+        return reply;
+    }
+
     /** Whether a pull's local blocks hold exactly the reference engine's KV of its prompt. */
     public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
         CompletableFuture<Boolean> reply = new CompletableFuture<>();
@@ -144,6 +173,7 @@ public final class PullScheduler implements StepWorker {
         if (!open) {
             throw new IllegalStateException(name() + " is not open");
         }
+        long started = System.nanoTime();
         long now = clock.millis();
         int work = commands.drain(c -> handle(c, now), COMMANDS_PER_STEP);
         work += notices.sendHeartbeats(peers.values(), now);
@@ -151,6 +181,10 @@ public final class PullScheduler implements StepWorker {
         work += checkSlots(now);
         work += startQueued();
         work += expire(now);
+        if (work > 0) {
+            observer.step(name(), System.nanoTime() - started);
+        }
+        gauges.publish(blocks.capacity() - blocks.freeCount(), blocks.capacity(), 0, 0, pulls.size(), commands.size());
         return work;
     }
 
@@ -160,6 +194,8 @@ public final class PullScheduler implements StepWorker {
             case ConsumerCommand.Abort a -> abort(a);
             case ConsumerCommand.Finish f -> finish(f);
             case ConsumerCommand.MatchesReference m -> m.reply().complete(matchesReference(m.requestId()));
+            case ConsumerCommand.ReadKv r -> readKv(r);
+            case ConsumerCommand.KvChecksum c -> kvChecksum(c);
             case ConsumerCommand.Snapshot s -> s.reply().complete(snapshot());
         }
     }
@@ -265,7 +301,7 @@ public final class PullScheduler implements StepWorker {
                 continue;
             }
             for (SliceChannel channel : pull.peer().slices()) {
-                pull.addRead(BlockRead.post(channel, local, pull.params().blockIds()));
+                pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), observer));
             }
             pull.moveTo(PullState.READING, null);
             reading.add(pull);
@@ -294,6 +330,8 @@ public final class PullScheduler implements StepWorker {
         reading.remove(pull);
         checking.remove(pull);
         pull.peer().stopHeartbeating(pull);
+        observer.pullDecided(reason, reason != null && config.failurePolicy() == LoadFailurePolicy.RECOMPUTE
+                && reason != DeclineReason.ABORTED && pull.localBlocks() != null);
         if (reason == null) {
             notices.notifyRead(pull);
             pull.moveTo(PullState.RECEIVED, null);
@@ -327,7 +365,7 @@ public final class PullScheduler implements StepWorker {
     private void abort(ConsumerCommand.Abort a) {
         Pull pull = pulls.get(a.requestId());
         if (pull == null) {
-            a.reply().completeExceptionally(new IllegalArgumentException("no pull for request " + a.requestId()));
+            a.reply().completeExceptionally(new UnknownRequestException("consumer", a.requestId()));
             return;
         }
         if (pull.state().decided()) {
@@ -340,9 +378,13 @@ public final class PullScheduler implements StepWorker {
 
     private void finish(ConsumerCommand.Finish f) {
         Pull pull = pulls.get(f.requestId());
-        if (pull == null || !pull.state().decided()) {
-            f.reply().completeExceptionally(new IllegalArgumentException("request " + f.requestId()
-                    + (pull == null ? " has no pulled KV" : " is still " + pull.state() + "; abort it instead")));
+        if (pull == null) {
+            f.reply().completeExceptionally(new UnknownRequestException("consumer", f.requestId()));
+            return;
+        }
+        if (!pull.state().decided()) {
+            f.reply().completeExceptionally(new IllegalArgumentException("request " + f.requestId() + " is still "
+                    + pull.state() + "; abort it instead"));
             return;
         }
         release(pull);
@@ -352,6 +394,52 @@ public final class PullScheduler implements StepWorker {
     private void release(Pull pull) {
         blocks.free(pull.localBlocks());
         pulls.remove(pull.requestId());
+    }
+
+    /**
+     * Copies a decided pull's KV out, block by block and, within a block, rank by rank (each rank's
+     * slice in the in-block layout of {@code ReferenceEngine}). A declined pull has no KV to give.
+     */
+    private void readKv(ConsumerCommand.ReadKv r) {
+        Pull pull = pulls.get(r.requestId());
+        if (pull == null) {
+            r.reply().completeExceptionally(new UnknownRequestException("consumer", r.requestId()));
+            return;
+        }
+        if (pull.state() != PullState.RECEIVED && pull.state() != PullState.RECOMPUTED) {
+            r.reply().completeExceptionally(new IllegalArgumentException("request " + r.requestId() + " is "
+                    + pull.state() + "; only received or recomputed KV can be read"));
+            return;
+        }
+        int[] local = pull.localBlocks();
+        long rankBlock = config.geometry().blockBytes(config.tpSize());
+        byte[] out = new byte[Math.toIntExact(rankBlock * local.length * ranks.size())];
+        int at = 0;
+        for (int block : local) {
+            for (ConsumerRank rank : ranks) {
+                java.lang.foreign.MemorySegment.copy(rank.kv().segment(), java.lang.foreign.ValueLayout.JAVA_BYTE,
+                        block * rankBlock, out, at, (int) rankBlock);
+                at += (int) rankBlock;
+            }
+        }
+        r.reply().complete(out);
+    }
+
+    /** CRC-32C over the same bytes, in the same order, as {@link #readKv}, without copying them. */
+    private void kvChecksum(ConsumerCommand.KvChecksum c) {
+        Pull pull = pulls.get(c.requestId());
+        if (pull == null || pull.localBlocks() == null) {
+            c.reply().completeExceptionally(new UnknownRequestException("consumer", c.requestId()));
+            return;
+        }
+        long rankBlock = config.geometry().blockBytes(config.tpSize());
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        for (int block : pull.localBlocks()) {
+            for (ConsumerRank rank : ranks) {
+                crc.update(rank.kv().segment().asSlice(block * rankBlock, rankBlock).asByteBuffer());
+            }
+        }
+        c.reply().complete(crc.getValue());
     }
 
     private Boolean matchesReference(String requestId) {

@@ -26,6 +26,10 @@ public final class CommandQueue<C> {
     }
 
     /** Hands at most {@code limit} commands to {@code handler}; returns how many. */
+    public int size() {
+        return queue.size();
+    }
+
     public int drain(Consumer<C> handler, int limit) {
         int n = 0;
         for (C c; n < limit && (c = queue.poll()) != null; n++) {

@@ -24,6 +24,7 @@ public final class Lease {
     private final Set<String>[] readers;
     private LeaseState state = LeaseState.RESERVED;
     private long expiresAtMillis = Long.MAX_VALUE;
+    private long exportedAtMillis = -1;
 
     @SuppressWarnings("unchecked")
     Lease(String requestId, int[] blockIds, int[] tokens, int slot, long nonce, int rankCount) {
@@ -53,8 +54,14 @@ public final class Lease {
         return state == LeaseState.EXPORTED && nowMillis < expiresAtMillis;
     }
 
-    void startClock(long expiresAt) {
+    void startClock(long now, long expiresAt) {
+        this.exportedAtMillis = now;
         this.expiresAtMillis = expiresAt;
+    }
+
+    /** When the lease was exported, or -1 if it never was. */
+    public long exportedAtMillis() {
+        return exportedAtMillis;
     }
 
     /** Heartbeat (L8): extends a live lease to max(expiry, now + extension); never revives one. */

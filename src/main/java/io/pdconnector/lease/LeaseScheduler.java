@@ -2,6 +2,7 @@ package io.pdconnector.lease;
 
 import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.metrics.TransferObserver;
 import io.pdconnector.producer.BlockPool;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.producer.ProducerCapacityException;
@@ -41,6 +42,8 @@ public final class LeaseScheduler implements StepWorker {
     private final ProducerConfig config;
     private final TransferEngine engine;
     private final EmbeddedRegistry registry;
+    private final TransferObserver observer;
+    private final LoopGauges gauges = new LoopGauges();
     private final InstantSource clock;
     private final CommandQueue<ProducerCommand> commands;
     private final ReferenceEngine reference;
@@ -58,6 +61,12 @@ public final class LeaseScheduler implements StepWorker {
 
     public LeaseScheduler(ProducerConfig config, TransferEngine engine,
             EmbeddedRegistry registry, InstantSource clock) {
+        this(config, engine, registry, clock, TransferObserver.NONE);
+    }
+
+    public LeaseScheduler(ProducerConfig config, TransferEngine engine,
+            EmbeddedRegistry registry, InstantSource clock, TransferObserver observer) {
+        this.observer = observer;
         this.config = config;
         this.engine = engine;
         this.registry = registry;
@@ -73,6 +82,10 @@ public final class LeaseScheduler implements StepWorker {
     @Override
     public String name() {
         return "producer-" + config.engineId();
+    }
+
+    public LoopGauges gauges() {
+        return gauges;
     }
 
     public ProducerCounters counters() {
@@ -145,6 +158,7 @@ public final class LeaseScheduler implements StepWorker {
     @Override
     public int doWork() {
         requireOpen();
+        long started = System.nanoTime();
         long now = clock.millis();
         int work = commands.drain(this::handle, COMMANDS_PER_STEP);
         work += scheduleNew();
@@ -157,6 +171,11 @@ public final class LeaseScheduler implements StepWorker {
             work += rank.drainNotifications((from, message) -> inbox.accept(rank.rank(), from, message, now));
         }
         work += reapExpired(now);
+        if (work > 0) {
+            observer.step(name(), System.nanoTime() - started);
+        }
+        gauges.publish(blocks.capacity() - blocks.freeCount(), blocks.capacity(), slots.capacity() - slots.free(),
+                slots.capacity(), leases.size(), commands.size());
         return work;
     }
 
@@ -212,6 +231,9 @@ public final class LeaseScheduler implements StepWorker {
                 if (lease.hasSlot()) {
                     slots.release(lease.slot());
                 }
+                if (lease.exportedAtMillis() >= 0) {
+                    observer.leaseReleased(clock.millis() - lease.exportedAtMillis());
+                }
                 lease.moveTo(LeaseState.FREED);
                 leases.remove(lease);
                 n++;
@@ -231,7 +253,7 @@ public final class LeaseScheduler implements StepWorker {
                 counters.exportsWithoutSlot.incrementAndGet();
             }
             ranks.forEach(r -> r.writeKv(reference, lease, config.tpSize()));
-            lease.startClock(now + config.leaseDuration().toMillis());
+            lease.startClock(now, now + config.leaseDuration().toMillis());
             lease.moveTo(LeaseState.EXPORTED);
             counters.leasesExported.incrementAndGet();
             reply.complete(paramsOf(lease));
@@ -272,7 +294,7 @@ public final class LeaseScheduler implements StepWorker {
     private void abort(ProducerCommand.Abort a) {
         Lease lease = leases.find(a.requestId());
         if (lease == null) {
-            a.reply().completeExceptionally(new IllegalArgumentException("no lease for request " + a.requestId()));
+            a.reply().completeExceptionally(new UnknownRequestException("producer", a.requestId()));
             return;
         }
         if (lease.anyRankHeld() && lease.state().compareTo(LeaseState.EXPORTED) >= 0) {

@@ -19,6 +19,7 @@ public final class StepLoop implements AutoCloseable {
     private final CompletableFuture<Void> opened = new CompletableFuture<>();
     private final CompletableFuture<Void> stopped = new CompletableFuture<>();
     private volatile boolean running = true;
+    private volatile long lastTurnNanos = System.nanoTime();
 
     private StepLoop(StepWorker worker) {
         this.worker = worker;
@@ -57,6 +58,7 @@ public final class StepLoop implements AutoCloseable {
         try {
             while (running) {
                 idle.idle(worker.doWork());
+                lastTurnNanos = System.nanoTime();
             }
         } catch (RuntimeException | Error e) {
             stopped.completeExceptionally(e);
@@ -68,6 +70,20 @@ public final class StepLoop implements AutoCloseable {
                 stopped.completeExceptionally(e);
             }
         }
+    }
+
+    /** How long since the loop last finished a step: the liveness signal operators watch. */
+    public long nanosSinceLastTurn() {
+        return System.nanoTime() - lastTurnNanos;
+    }
+
+    /** Whether the loop thread is still stepping (false once stopped or after an uncaught failure). */
+    public boolean turning() {
+        return running && thread.isAlive() && !stopped.isDone();
+    }
+
+    public String name() {
+        return worker.name();
     }
 
     /** Stops the loop and waits for the worker to close; rethrows what the loop or close failed with. */

@@ -8,6 +8,7 @@ import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.engine.ModelGeometry;
 import io.pdconnector.lease.LeaseScheduler;
 import io.pdconnector.lease.StepLoop;
+import io.pdconnector.metrics.ConnectorMetrics;
 import io.pdconnector.producer.Producer;
 import io.pdconnector.producer.ProducerConfig;
 import io.pdconnector.transfer.TransferEngine;
@@ -37,6 +38,7 @@ public class ConnectorRuntime {
     private final PdConfig config;
     private final TransferEngine engine;
     private final int httpPort;
+    private final ConnectorMetrics metrics;
     private final EmbeddedRegistry registry = new EmbeddedRegistry();
     private LeaseScheduler leaseScheduler;
     private PullScheduler pullScheduler;
@@ -45,8 +47,9 @@ public class ConnectorRuntime {
     private Producer producer;
     private Consumer consumer;
 
-    public ConnectorRuntime(PdConfig config, TransferEngine engine,
+    public ConnectorRuntime(PdConfig config, TransferEngine engine, ConnectorMetrics metrics,
             @ConfigProperty(name = "quarkus.http.port", defaultValue = "8080") int httpPort) {
+        this.metrics = metrics;
         this.config = config;
         this.engine = engine;
         this.httpPort = httpPort;
@@ -55,12 +58,14 @@ public class ConnectorRuntime {
     void start(@Observes StartupEvent event) {
         Duration deadline = config.http().requestDeadline();
         if (config.role().producer()) {
-            leaseScheduler = new LeaseScheduler(producerConfig(), engine, registry, InstantSource.system());
+            leaseScheduler = new LeaseScheduler(producerConfig(), engine, registry, InstantSource.system(), metrics);
+            metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
             producerLoop = StepLoop.start(leaseScheduler, OPEN_DEADLINE);
             producer = new Producer(leaseScheduler, deadline);
         }
         if (config.role().consumer()) {
-            pullScheduler = new PullScheduler(consumerConfig(), engine, registry, InstantSource.system());
+            pullScheduler = new PullScheduler(consumerConfig(), engine, registry, InstantSource.system(), metrics);
+            metrics.bindConsumer(pullScheduler.counters(), pullScheduler.gauges());
             consumerLoop = StepLoop.start(pullScheduler, OPEN_DEADLINE);
             consumer = new Consumer(pullScheduler, deadline);
         }

@@ -1,0 +1,48 @@
+package io.pdconnector.health;
+
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.controlplane.HandshakeMetadata;
+import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.util.List;
+import org.eclipse.microprofile.health.HealthCheck;
+import org.eclipse.microprofile.health.HealthCheckResponse;
+import org.eclipse.microprofile.health.HealthCheckResponseBuilder;
+import org.eclipse.microprofile.health.Readiness;
+
+/**
+ * Ready when this instance can serve its role: as a producer, its agents are created and published
+ * with their lease slots registered on every rank (when verifying); as a consumer, its loop is up;
+ * and the control plane (embedded) answers. Each failure is named in the check's data.
+ */
+@Readiness
+@ApplicationScoped
+public class ConnectorReadiness implements HealthCheck {
+
+    private final ConnectorRuntime runtime;
+
+    public ConnectorReadiness(ConnectorRuntime runtime) {
+        this.runtime = runtime;
+    }
+
+    @Override
+    public HealthCheckResponse call() {
+        PdConfig config = runtime.config();
+        HealthCheckResponseBuilder b = HealthCheckResponse.named("connector").up()
+                .withData("role", config.role().name()).withData("engine-id", config.engineId())
+                .withData("control-plane", "embedded");
+        if (config.role().producer()) {
+            List<HandshakeMetadata> ranks = runtime.registry().lookup(config.engineId()).orElse(List.of());
+            b.withData("producer-ranks", ranks.size());
+            if (ranks.size() != config.tpSize()) {
+                b.down().withData("failed", "producer published " + ranks.size() + " of " + config.tpSize() + " ranks");
+            } else if (config.lease().verification() && !ranks.stream().allMatch(HandshakeMetadata::hasSlots)) {
+                b.down().withData("failed", "lease slots are not registered on every rank");
+            }
+        }
+        if (config.role().consumer() && runtime.consumerLoop().map(l -> !l.turning()).orElse(true)) {
+            b.down().withData("failed", "the consumer step loop is not running");
+        }
+        return b.build();
+    }
+}

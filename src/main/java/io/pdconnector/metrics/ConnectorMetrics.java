@@ -1,0 +1,145 @@
+package io.pdconnector.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.consumer.ConsumerCounters;
+import io.pdconnector.consumer.DeclineReason;
+import io.pdconnector.lease.LoopGauges;
+import io.pdconnector.lease.ProducerCounters;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Prometheus metrics. Meters are built once; the loops' counters and gauges are read at scrape time,
+ * so nothing looks a meter up per transfer. Upstream names (vLLM's NIXL connector's {@code nixl_*})
+ * carry the configured prefix ({@code pd.metrics.prefix}: none or {@code vllm:}); the project's own
+ * are {@code pd_*}.
+ */
+@ApplicationScoped
+public class ConnectorMetrics implements TransferObserver {
+
+    private final MeterRegistry registry;
+    private final String upstream;
+    private final Timer xferTime;
+    private final Timer postTime;
+    private final DistributionSummary bytesTransferred;
+    private final DistributionSummary descriptors;
+    private final Counter failedTransfers;
+    private final Timer leaseDuration;
+    private final Map<DeclineReason, Counter> declines = new EnumMap<>(DeclineReason.class);
+    private final Map<String, Timer> steps;
+
+    public ConnectorMetrics(MeterRegistry registry, PdConfig config) {
+        this.registry = registry;
+        this.upstream = config.metrics().prefix().equals("none") ? "" : config.metrics().prefix();
+        xferTime = Timer.builder(upstream + "nixl_xfer_time").description("Block READ time, post to completion")
+                .publishPercentileHistogram().register(registry);
+        postTime = Timer.builder(upstream + "nixl_post_time").description("Time spent in the post call of a block READ")
+                .publishPercentileHistogram().register(registry);
+        bytesTransferred = DistributionSummary.builder(upstream + "nixl_bytes_transferred")
+                .description("Bytes per block READ").register(registry);
+        descriptors = DistributionSummary.builder(upstream + "nixl_num_descriptors")
+                .description("Descriptors per block READ").register(registry);
+        failedTransfers = Counter.builder(upstream + "nixl_num_failed_transfers").description("Block READs that failed")
+                .register(registry);
+        leaseDuration = Timer.builder("pd_lease_duration").description("How long P held a lease, export to release")
+                .publishPercentileHistogram().register(registry);
+        for (DeclineReason reason : DeclineReason.values()) {
+            declines.put(reason, Counter.builder("pd_pull_declines").tag("reason", reason.wire())
+                    .description("Pulls whose KV was not used, by reason (recomputed ones included)").register(registry));
+        }
+        steps = Map.of("producer", stepTimer("producer"), "consumer", stepTimer("consumer"));
+    }
+
+    private Timer stepTimer(String loop) {
+        return Timer.builder("pd_step_duration").tag("loop", loop).description("Duration of steps that did work")
+                .publishPercentileHistogram().register(registry);
+    }
+
+    public void bindProducer(ProducerCounters c, LoopGauges g) {
+        counter(upstream + "nixl_num_kv_expired_reqs", "Leases that expired unread", c.leasesExpired);
+        counter("pd_stale_notifications_ignored", "Read notifications whose nonce was not the live lease's",
+                c.staleNotifications);
+        counter("pd_leases_exported", "Leases exported as kv_transfer_params", c.leasesExported);
+        counter("pd_exports_without_slot", "Exports with no free lease slot (no lease fields, L4)", c.exportsWithoutSlot);
+        counter("pd_leases_released_by_readers", "Leases released after every reader notified", c.leasesReleasedByReaders);
+        counter("pd_heartbeats_applied", "Heartbeats that extended a live lease", c.heartbeatsApplied);
+        counter("pd_heartbeats_ignored", "Heartbeats for no live lease (never revive one, L8)", c.heartbeatsIgnored);
+        gauges("producer", g);
+        gauge("pd_slots_in_use", "Lease slots held", g, LoopGauges::slotsInUse);
+        gauge("pd_slots_total", "Lease slots per rank", g, LoopGauges::slotsTotal);
+    }
+
+    public void bindConsumer(ConsumerCounters c, LoopGauges g) {
+        counter(upstream + "nixl_num_lease_check_failures", "Pulls whose lease check failed (L7)", c.leaseCheckFailures);
+        counter(upstream + "nixl_num_failed_notifications", "Notifications D could not send", c.notificationFailures);
+        FunctionCounter.builder("pd_pulls", c.received, AtomicLong::doubleValue).tag("outcome", "received")
+                .description("Pulls by outcome").register(registry);
+        FunctionCounter.builder("pd_pulls", c.declined, AtomicLong::doubleValue).tag("outcome", "declined")
+                .description("Pulls by outcome").register(registry);
+        FunctionCounter.builder("pd_pulls", c.recomputed, AtomicLong::doubleValue).tag("outcome", "recomputed")
+                .description("Pulls by outcome").register(registry);
+        counter("pd_slot_reads", "Lease-slot READs posted (one per remote rank per step)", c.slotReads);
+        counter("pd_heartbeats_sent", "Heartbeat notifications sent", c.heartbeatsSent);
+        counter("pd_handshakes", "Handshakes with producer instances", c.handshakes);
+        gauges("consumer", g);
+    }
+
+    private void gauges(String side, LoopGauges g) {
+        Gauge.builder("pd_blocks_in_use", g, x -> x.blocksInUse()).tag("side", side).description("KV blocks held")
+                .register(registry);
+        Gauge.builder("pd_blocks_total", g, x -> x.blocksTotal()).tag("side", side).description("KV blocks")
+                .register(registry);
+        Gauge.builder("pd_requests_live", g, x -> x.liveRequests()).tag("side", side)
+                .description("Leases held (producer) or pulls not yet released (consumer)").register(registry);
+        Gauge.builder("pd_queue_depth", g, x -> x.queued()).tag("side", side)
+                .description("Commands waiting for the step loop").register(registry);
+    }
+
+    private void counter(String name, String help, AtomicLong value) {
+        FunctionCounter.builder(name, value, AtomicLong::doubleValue).description(help).register(registry);
+    }
+
+    private void gauge(String name, String help, LoopGauges g, ToDoubleFunction<LoopGauges> f) {
+        Gauge.builder(name, g, f).description(help).register(registry);
+    }
+
+    @Override
+    public void blockReadDone(long bytes, int count, long postNanos, long transferNanos) {
+        xferTime.record(transferNanos, TimeUnit.NANOSECONDS);
+        postTime.record(postNanos, TimeUnit.NANOSECONDS);
+        bytesTransferred.record(bytes);
+        descriptors.record(count);
+    }
+
+    @Override
+    public void blockReadFailed() {
+        failedTransfers.increment();
+    }
+
+    @Override
+    public void pullDecided(DeclineReason reason, boolean recomputed) {
+        if (reason != null) {
+            declines.get(reason).increment();
+        }
+    }
+
+    @Override
+    public void leaseReleased(long heldMillis) {
+        leaseDuration.record(heldMillis, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public void step(String loop, long nanos) {
+        steps.get(loop.startsWith("producer") ? "producer" : "consumer").record(nanos, TimeUnit.NANOSECONDS);
+    }
+}
