@@ -48,21 +48,42 @@ public final class PullBench {
         System.out.println("# " + Runtime.getRuntime().availableProcessors() + " cores; " + TOKENS
                 + "-token prompts (default geometry: 4 blocks, 768 KiB a pull); " + pullsPerRun
                 + " measured pulls per row after " + pullsPerRun / 4 + " warm-up pulls");
-        for (boolean verify : new boolean[] {true, false}) {
+        for (Mode mode : Mode.values()) {
             for (int concurrency : new int[] {1, 16, 64}) {
-                run(engine, verify, concurrency, pullsPerRun);
+                run(engine, mode, concurrency, pullsPerRun);
             }
         }
     }
 
-    private static void run(NixlTransferEngine engine, boolean verify, int concurrency, int pulls) throws Exception {
+    /**
+     * {@code verified}: the slot READ is posted as soon as a pull's block READs are done and spun on
+     * inside the same step; {@code verified_nospin}: polled once per step, as upstream checks it on
+     * the next step; {@code unverified}: no slot READ at all (L10), the baseline.
+     */
+    enum Mode {
+        verified(true, 10_000), verified_nospin(true, 1), unverified(false, 1);
+
+        final boolean verify;
+        final int spins;
+
+        Mode(boolean verify, int spins) {
+            this.verify = verify;
+            this.spins = spins;
+        }
+    }
+
+    private static void run(NixlTransferEngine engine, Mode mode, int concurrency, int pulls) throws Exception {
         Path state = Files.createTempDirectory("pull-bench");
-        String tag = (verify ? "verified" : "unverified") + "_c" + concurrency;
+        boolean verify = mode.verify;
+        String tag = mode.name() + "_c" + concurrency;
         EmbeddedRegistry registry = new EmbeddedRegistry();
         ProducerConfig pc = ProducerConfig.defaults("bench-p-" + tag, state).withBlocks(1024, 128, 0)
                 .withVerification(verify);
-        ConsumerConfig dc = ConsumerConfig.defaults("bench-d-" + tag).withBlocks(1024)
+        ConsumerConfig base = ConsumerConfig.defaults("bench-d-" + tag).withBlocks(1024)
                 .withVerification(verify, io.pdconnector.consumer.LoadFailurePolicy.FAIL);
+        ConsumerConfig dc = new ConsumerConfig(base.engineId(), base.tpSize(), base.geometry(), base.numBlocks(),
+                base.leaseVerification(), base.failurePolicy(), base.heartbeatInterval(), base.pullTimeout(),
+                mode.spins, base.slotChecksPerRead(), base.commandQueueCapacity());
         LeaseScheduler p = new LeaseScheduler(pc, engine, registry, InstantSource.system());
         PullScheduler d = new PullScheduler(dc, engine, registry, InstantSource.system());
         try (StepLoop pLoop = StepLoop.start(p, DEADLINE); StepLoop dLoop = StepLoop.start(d, DEADLINE)) {
