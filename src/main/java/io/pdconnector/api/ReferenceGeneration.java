@@ -5,6 +5,7 @@ import io.pdconnector.controlplane.PeerDirectory;
 import io.pdconnector.engine.KvDigest;
 import io.pdconnector.engine.ReferenceDecoder;
 import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.lease.Deadlines;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.producer.Producer;
 import io.pdconnector.runtime.ConnectorRuntime;
@@ -67,7 +68,13 @@ class ReferenceGeneration {
     /** D's blocks are released whatever happens once the pull was received or recomputed. */
     private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
         Consumer consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
-        RemotePull.pull(peers, consumer, requestId, prompt, params);
+        try {
+            RemotePull.pull(peers, consumer, requestId, prompt, params);
+        } catch (Deadlines.StepLoopTimeoutException e) {
+            // The pull may still be decided later; a router has no way to release it through this API.
+            abandon(consumer, requestId, e);
+            throw e;
+        }
         byte[] kv;
         try {
             kv = consumer.readKv(requestId);
@@ -76,6 +83,14 @@ class ReferenceGeneration {
         }
         long digest = KvDigest.ofRankSlices(kv, runtime.geometry(), runtime.config().tpSize());
         return new Generation(ReferenceDecoder.decode(digest, n), prompt.length, null);
+    }
+
+    private static void abandon(Consumer consumer, String requestId, RuntimeException cause) {
+        try {
+            consumer.abort(requestId);
+        } catch (RuntimeException e) {
+            cause.addSuppressed(e);
+        }
     }
 
     private long referenceDigest(int[] prompt) {
