@@ -1,9 +1,7 @@
 package io.pdconnector.api;
 
 import io.pdconnector.consumer.Consumer;
-import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.PeerDirectory;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.runtime.ConnectorRuntime;
@@ -47,16 +45,10 @@ public class ConsumerResource {
         Consumer consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
-        peers.ensure(params);
+        peers.ensure(params); // a first contact's handshake is not part of pull_ms; the pull's own ensure is a lookup
         long start = System.nanoTime();
-        PullOutcome outcome = consumer.pull(request.requestId(), tokens, params);
+        PullOutcome outcome = RemotePull.pull(peers, consumer, request.requestId(), tokens, params);
         double millis = (System.nanoTime() - start) / 1e6;
-        if (outcome.reason() == DeclineReason.TRANSFER_FAILED || outcome.reason() == DeclineReason.SLOT_READ_FAILED) {
-            peers.refresh(params.remoteEngineId());
-        }
-        if (outcome.state() == PullState.DECLINED) {
-            throw declined(outcome);
-        }
         int[] blocks = outcome.localBlockIds();
         long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
         String checksum = String.format("crc32c:%08x", consumer.kvChecksum(request.requestId()));
@@ -84,24 +76,6 @@ public class ConsumerResource {
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
     public void release(@PathParam("id") String id) {
         consumer().abort(id);
-    }
-
-    private static ProblemException declined(PullOutcome outcome) {
-        String reason = outcome.reason().wire();
-        return new ProblemException(Problem.of(409, reason, "Pull declined",
-                "the pull of " + outcome.requestId() + " was declined: " + describe(outcome.reason()))
-                .forRequest(outcome.requestId()));
-    }
-
-    private static String describe(DeclineReason reason) {
-        return switch (reason) {
-            case LEASE_MISMATCH -> "a lease slot no longer held the nonce, so P released the blocks before or during the READ";
-            case SLOT_READ_FAILED -> "the READ of P's lease slots failed, so the KV cannot be proven to be P's";
-            case NO_LEASE -> "the params carry no lease fields and this decoder verifies leases";
-            case TRANSFER_FAILED -> "a block READ failed";
-            case TIMEOUT -> "the pull was not decided before its deadline";
-            case ABORTED -> "the pull was aborted";
-        };
     }
 
     private Consumer consumer() {

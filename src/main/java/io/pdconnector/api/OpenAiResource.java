@@ -1,0 +1,95 @@
+package io.pdconnector.api;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.lease.RequestIds;
+import io.quarkus.runtime.annotations.RegisterForReflection;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.NotNull;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+
+/**
+ * The OpenAI-compatible endpoints the P/D routers (vLLM's toy proxy, llm-d's routing sidecar) drive
+ * engines through. {@code kv_transfer_params} in the body picks the leg (see {@link TransferIntent});
+ * the request id is the router's {@code X-Request-Id}, echoed back, or a fresh one.
+ */
+@Path("/v1")
+@Consumes(MediaType.APPLICATION_JSON)
+@Produces({MediaType.APPLICATION_JSON, EventStream.MEDIA_TYPE})
+@Tag(name = "openai")
+@RegisterForReflection(targets = {CompletionBodies.Completion.class, CompletionBodies.Choice.class,
+        CompletionBodies.Chunk.class, ChatBodies.ChatCompletion.class, ChatBodies.Choice.class, ChatBodies.Message.class,
+        ChatBodies.Chunk.class, ChatBodies.ChunkChoice.class, ChatBodies.Delta.class, OpenAiUsage.class})
+public class OpenAiResource {
+
+    static final String REQUEST_ID_HEADER = "X-Request-Id";
+
+    private final ReferenceGeneration generation;
+    private final ObjectMapper json;
+
+    public OpenAiResource(ReferenceGeneration generation, ObjectMapper json) {
+        this.generation = generation;
+        this.json = json;
+    }
+
+    @POST
+    @Path("/completions")
+    @Operation(summary = "OpenAI completion; kv_transfer_params.do_remote_decode makes it P's leg, "
+            + "do_remote_prefill D's (lease-verified pull), neither a local completion")
+    public Response completions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader,
+            @Valid @NotNull CompletionRequest request) {
+        String requestId = requestId(requestIdHeader);
+        Generation g = generation.generate(requestId, CompletionPrompt.tokens(request.prompt()), request);
+        ReplyHeader h = new ReplyHeader("cmpl-" + requestId, Instant.now().getEpochSecond(), request.modelName());
+        return request.streaming()
+                ? stream(requestId, CompletionBodies.chunks(h, g, request.includeUsage()))
+                : reply(requestId, CompletionBodies.completion(h, g));
+    }
+
+    @POST
+    @Path("/chat/completions")
+    @Operation(summary = "OpenAI chat completion, with the same legs as /v1/completions")
+    public Response chatCompletions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader,
+            @Valid @NotNull ChatCompletionRequest request) {
+        String requestId = requestId(requestIdHeader);
+        int[] prompt = PromptInput.tokens(ChatTemplate.render(request.messages()), null);
+        Generation g = generation.generate(requestId, prompt, request);
+        ReplyHeader h = new ReplyHeader("chatcmpl-" + requestId, Instant.now().getEpochSecond(), request.modelName());
+        return request.streaming()
+                ? stream(requestId, ChatBodies.chunks(h, g, request.includeUsage()))
+                : reply(requestId, ChatBodies.completion(h, g));
+    }
+
+    /** The router's id names the request on P and D alike (the toy proxy sends the same one to both legs). */
+    private static String requestId(String header) {
+        if (header == null || header.isBlank()) {
+            return UUID.randomUUID().toString();
+        }
+        if (!RequestIds.isValid(header)) {
+            throw new IllegalArgumentException(REQUEST_ID_HEADER + " must be 1.." + RequestIds.MAX_LENGTH
+                    + " printable characters without ':' or ',' (it travels inside NIXL notifications)");
+        }
+        return header;
+    }
+
+    private static Response reply(String requestId, Object body) {
+        return Response.ok(body, MediaType.APPLICATION_JSON_TYPE).header(REQUEST_ID_HEADER, requestId).build();
+    }
+
+    private Response stream(String requestId, List<?> chunks) {
+        return Response.ok(EventStream.of(json, chunks), EventStream.MEDIA_TYPE)
+                .header(REQUEST_ID_HEADER, requestId)
+                .header("Cache-Control", "no-cache")
+                .build();
+    }
+}

@@ -1,0 +1,99 @@
+package io.pdconnector.api;
+
+import io.pdconnector.consumer.Consumer;
+import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.engine.KvDigest;
+import io.pdconnector.engine.ReferenceDecoder;
+import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.lease.Deadlines;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.Producer;
+import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.enterprise.context.ApplicationScoped;
+
+/**
+ * The three legs an OpenAI-style request can be, served with the reference engine. Every answer is
+ * decoded from a digest of the prompt's KV: on a local request and on P's leg the KV the reference
+ * engine computes, on D's leg the bytes D actually pulled. So a router's P/D answer equals the local
+ * answer exactly when D used P's KV of the same prompt, and foreign KV shows as a different answer.
+ */
+@ApplicationScoped
+class ReferenceGeneration {
+
+    private final ConnectorRuntime runtime;
+    private final PeerDirectory peers;
+
+    ReferenceGeneration(ConnectorRuntime runtime, PeerDirectory peers) {
+        this.runtime = runtime;
+        this.peers = peers;
+    }
+
+    Generation generate(String requestId, int[] prompt, OpenAiRequest request) {
+        int n = request.outputTokens();
+        return switch (TransferIntent.of(request.kvTransferParams())) {
+            case TransferIntent.Local local -> local(prompt, n);
+            case TransferIntent.PrefillForRemoteDecode p -> prefillForRemote(requestId, prompt, n, request.streaming());
+            case TransferIntent.DecodeFromRemotePrefill d -> decodeFromRemote(requestId, prompt, n, d.params());
+        };
+    }
+
+    /**
+     * No transfer and no blocks held: the KV is computed to be digested and dropped. The prompt is
+     * bounded by the instance's KV blocks, as it would be on a real engine.
+     */
+    private Generation local(int[] prompt, int n) {
+        int blocks = runtime.geometry().blocksFor(prompt.length);
+        if (blocks > runtime.config().kv().numBlocks()) {
+            throw new IllegalArgumentException("the prompt's " + prompt.length + " tokens need " + blocks
+                    + " KV blocks, this instance has " + runtime.config().kv().numBlocks());
+        }
+        return new Generation(ReferenceDecoder.decode(referenceDigest(prompt), n), prompt.length, null);
+    }
+
+    /**
+     * P's step loop writes the reference KV into the leased blocks; the answer's token is decoded from
+     * the same reference KV computed here, because P's blocks are reachable only through the loop.
+     */
+    private Generation prefillForRemote(String requestId, int[] prompt, int n, boolean streaming) {
+        if (streaming) {
+            // The routers read kv_transfer_params from one JSON reply and always send stream false here.
+            throw new IllegalArgumentException("a prefill for a remote decoder (do_remote_decode) answers one JSON "
+                    + "object carrying kv_transfer_params: set stream to false");
+        }
+        Producer producer = runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
+        KvTransferParams params = producer.prefill(requestId, prompt);
+        return new Generation(ReferenceDecoder.decode(referenceDigest(prompt), n), prompt.length, params.toMap());
+    }
+
+    /** D's blocks are released whatever happens once the pull was received or recomputed. */
+    private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
+        Consumer consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
+        try {
+            RemotePull.pull(peers, consumer, requestId, prompt, params);
+        } catch (Deadlines.StepLoopTimeoutException e) {
+            // The pull may still be decided later; a router has no way to release it through this API.
+            abandon(consumer, requestId, e);
+            throw e;
+        }
+        byte[] kv;
+        try {
+            kv = consumer.readKv(requestId);
+        } finally {
+            consumer.finish(requestId);
+        }
+        long digest = KvDigest.ofRankSlices(kv, runtime.geometry(), runtime.config().tpSize());
+        return new Generation(ReferenceDecoder.decode(digest, n), prompt.length, null);
+    }
+
+    private static void abandon(Consumer consumer, String requestId, RuntimeException cause) {
+        try {
+            consumer.abort(requestId);
+        } catch (RuntimeException e) {
+            cause.addSuppressed(e);
+        }
+    }
+
+    private long referenceDigest(int[] prompt) {
+        return KvDigest.ofReference(new ReferenceEngine(runtime.geometry()), prompt);
+    }
+}

@@ -1,0 +1,50 @@
+package io.pdconnector.api;
+
+import io.pdconnector.consumer.Consumer;
+import io.pdconnector.consumer.DeclineReason;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.producer.KvTransferParams;
+
+/**
+ * A pull as every D-side API does it: the peer's metadata first, the pull, a fresh handshake next
+ * time if the transfer itself failed (the peer may have restarted), and a decline as a 409 problem
+ * with the machine-readable reason. A received or recomputed pull holds D's blocks until finished.
+ */
+final class RemotePull {
+
+    private RemotePull() {
+    }
+
+    static PullOutcome pull(PeerDirectory peers, Consumer consumer, String requestId, int[] tokens,
+            KvTransferParams params) {
+        peers.ensure(params);
+        PullOutcome outcome = consumer.pull(requestId, tokens, params);
+        if (outcome.reason() == DeclineReason.TRANSFER_FAILED || outcome.reason() == DeclineReason.SLOT_READ_FAILED) {
+            peers.refresh(params.remoteEngineId());
+        }
+        if (outcome.state() == PullState.DECLINED) {
+            throw declined(outcome);
+        }
+        return outcome;
+    }
+
+    private static ProblemException declined(PullOutcome outcome) {
+        String reason = outcome.reason().wire();
+        return new ProblemException(Problem.of(409, reason, "Pull declined",
+                "the pull of " + outcome.requestId() + " was declined: " + describe(outcome.reason()))
+                .forRequest(outcome.requestId()));
+    }
+
+    private static String describe(DeclineReason reason) {
+        return switch (reason) {
+            case LEASE_MISMATCH -> "a lease slot no longer held the nonce, so P released the blocks before or during the READ";
+            case SLOT_READ_FAILED -> "the READ of P's lease slots failed, so the KV cannot be proven to be P's";
+            case NO_LEASE -> "the params carry no lease fields and this decoder verifies leases";
+            case TRANSFER_FAILED -> "a block READ failed";
+            case TIMEOUT -> "the pull was not decided before its deadline";
+            case ABORTED -> "the pull was aborted";
+        };
+    }
+}
