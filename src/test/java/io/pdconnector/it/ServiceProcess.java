@@ -173,6 +173,11 @@ public final class ServiceProcess implements AutoCloseable {
         return sum;
     }
 
+    @Override
+    public String toString() {
+        return name + " (port " + port + ")";
+    }
+
     public boolean isAlive() {
         return process.isAlive();
     }
