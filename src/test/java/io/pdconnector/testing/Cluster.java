@@ -37,14 +37,28 @@ public final class Cluster implements AutoCloseable {
     private static final int MAX_STEPS = 1_000;
 
     public final ManualClock clock = new ManualClock();
-    public final RecordingEngine engine = new RecordingEngine();
+    public final RecordingEngine engine;
     public final EmbeddedRegistry registry = new EmbeddedRegistry();
     private final Path stateDir;
     private final List<LeaseScheduler> producers = new ArrayList<>();
     private final List<PullScheduler> consumers = new ArrayList<>();
     private final List<RawPeer> rawPeers = new ArrayList<>();
 
+    /** On the loopback engine. */
     public Cluster() {
+        this(new RecordingEngine());
+    }
+
+    /**
+     * On {@code transfers}, e.g. real NIXL: then READs and notifications complete in real time, and
+     * the thread that creates the loops must be the one that steps them.
+     */
+    public Cluster(TransferEngine transfers) {
+        this(new RecordingEngine(transfers));
+    }
+
+    private Cluster(RecordingEngine engine) {
+        this.engine = engine;
         try {
             stateDir = Files.createTempDirectory("pd-state");
         } catch (IOException e) {

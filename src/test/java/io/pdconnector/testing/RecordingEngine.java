@@ -33,14 +33,24 @@ public final class RecordingEngine implements TransferEngine {
     public volatile String holdKind = "none";
     public volatile String holdRemoteAgent;
 
-    private final LoopbackTransferEngine delegate = new LoopbackTransferEngine();
+    private final TransferEngine delegate;
     private final List<String> created = Collections.synchronizedList(new ArrayList<>());
     private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
     private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
 
+    /** Records a loopback engine. */
+    public RecordingEngine() {
+        this(new LoopbackTransferEngine());
+    }
+
+    /** Records {@code delegate}, e.g. real NIXL; its agents are confined as the delegate's are. */
+    public RecordingEngine(TransferEngine delegate) {
+        this.delegate = delegate;
+    }
+
     @Override
     public String kind() {
-        return "recording-loopback";
+        return "recording-" + delegate.kind();
     }
 
     @Override

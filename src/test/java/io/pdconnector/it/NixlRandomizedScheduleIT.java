@@ -1,0 +1,249 @@
+package io.pdconnector.it;
+
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.consumer.DeclineReason;
+import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.nixl.NixlDefaults;
+import io.pdconnector.nixl.NixlHome;
+import io.pdconnector.nixl.NixlTransferEngine;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.testing.Cluster;
+import io.pdconnector.testing.RawPeer;
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * {@code RandomizedScheduleTest}'s schedule on real NIXL: P and D loops (and a chaos peer) in this
+ * process, every agent a NIXL agent over UCX, stepped by the test thread. Unlike loopback, READs
+ * and notifications complete in real time, on NIXL's progress threads, while the schedule goes on
+ * advancing the manual clock, reaping leases and reusing blocks: a lease can lapse, and its blocks
+ * be rewritten, during a READ in flight.
+ *
+ * <p>Invariant: a pull is received (or recomputed) only with exactly the reference KV of its
+ * prompt, checked byte for byte here; every lease-check failure is counted; nothing leaks.
+ */
+class NixlRandomizedScheduleIT {
+
+    private static final int OPERATIONS = 3_000;
+    private static final String[] IDS = {"r0", "r1", "r2", "r3", "r4", "r5"};
+    private static final Duration SETTLE = Duration.ofSeconds(20);
+
+    private record Attempt(KvTransferParams params, int[] tokens) {
+    }
+
+    private record Submitted(int[] tokens, CompletableFuture<PullOutcome> outcome) {
+    }
+
+    private Cluster cluster;
+    private final List<Attempt> attempts = new ArrayList<>();
+    private final Map<String, Submitted> pulls = new LinkedHashMap<>();
+    private final Map<String, Integer> outcomes = new LinkedHashMap<>();
+    private LeaseScheduler p;
+    private PullScheduler d;
+    private RawPeer chaos;
+    private ReferenceEngine reference;
+    private Random random;
+    private int nextPull;
+    private long leaseFailures;
+    private long bytesCompared;
+
+    @AfterEach
+    void close() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @ParameterizedTest(name = "seed {0}: P TP{1}, D TP{2}, {3}")
+    @CsvSource({"11,1,1,FAIL", "12,2,1,RECOMPUTE", "13,1,2,FAIL", "14,2,2,RECOMPUTE", "15,1,1,RECOMPUTE"})
+    void receivedKvIsAlwaysTheReferenceAndNothingLeaks(long seed, int prefillTp, int decodeTp,
+            LoadFailurePolicy policy) {
+        cluster = new Cluster(NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))), true,
+                NixlDefaults.PROGRESS_DELAY_US));
+        random = new Random(seed);
+        // Engine (and so agent) names unique per run: every run's agents live in this one process.
+        p = cluster.producer(cluster.producerConfig("nixl-p" + seed).withTp(prefillTp).withBlocks(8, 3, 0));
+        d = cluster.consumer(cluster.consumerConfig("nixl-d" + seed, true, policy).withTp(decodeTp).withBlocks(8));
+        chaos = cluster.rawPeer("nixl-chaos" + seed, "nixl-p" + seed);
+        reference = new ReferenceEngine(d.config().geometry());
+        long started = System.nanoTime();
+
+        for (int i = 0; i < OPERATIONS; i++) {
+            randomOperation();
+            collectDecided();
+        }
+        drain();
+
+        long readsSeenInFlight = eventsMatching("status block ", " IN_PROGRESS");
+        System.out.printf("NixlRandomizedScheduleIT seed %d: %d ops in %d ms, outcomes %s, %d KV bytes compared, "
+                + "%d stale notifications ignored, %d polls found a block READ still in flight%n", seed, OPERATIONS,
+                (System.nanoTime() - started) / 1_000_000, outcomes, bytesCompared,
+                p.counters().staleNotifications.get(), readsSeenInFlight);
+        assertTrue(readsSeenInFlight > 0, "READs completed in real time, while the schedule went on");
+        assertTrue(count("RECEIVED") >= 10, "the schedule exercised clean pulls: " + outcomes);
+        assertTrue(count("lease_mismatch") >= 3, "and the lapse-and-reuse race: " + outcomes);
+        assertTrue(p.counters().staleNotifications.get() > 0, "and stale notifications");
+        assertEquals(leaseFailures, d.counters().leaseCheckFailures.get(),
+                "lease_check_failures counts exactly the pulls decided by a failed lease check: " + outcomes);
+        awaitIdle();
+        cluster.assertNoLeak();
+    }
+
+    private void randomOperation() {
+        int op = random.nextInt(100);
+        if (op < 20) {
+            prefill();
+        } else if (op < 40) {
+            pull();
+        } else if (op < 55) {
+            cluster.clock.advance(Duration.ofMillis(random.nextInt(12_000)));
+        } else if (op < 70) {
+            cluster.stepProducers();
+        } else if (op < 85) {
+            cluster.stepConsumers();
+        } else if (op < 92) {
+            replayNotification();
+        } else if (op < 96) {
+            chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
+        } else if (op < 98) {
+            p.submitAbort(IDS[random.nextInt(IDS.length)]);
+        } else if (!pulls.isEmpty()) {
+            d.submitAbort(List.copyOf(pulls.keySet()).get(random.nextInt(pulls.size())));
+        }
+    }
+
+    /** A prefill is decided within P's next step (no I/O: local slot and KV writes). */
+    private void prefill() {
+        int[] tokens = prompt(random.nextInt(1_000_000), 1 + random.nextInt(12));
+        CompletableFuture<KvTransferParams> f = p.submitPrefill(IDS[random.nextInt(IDS.length)], tokens);
+        cluster.stepProducers();
+        assertTrue(f.isDone(), "a prefill is answered in the step that takes it");
+        if (!f.isCompletedExceptionally()) {
+            attempts.add(new Attempt(f.join(), tokens));
+        }
+    }
+
+    /** Mostly recent attempts (likely live), sometimes old ones (likely lapsed and reused). */
+    private void pull() {
+        if (attempts.isEmpty()) {
+            return;
+        }
+        int back = random.nextInt(4) == 0 ? random.nextInt(attempts.size()) : random.nextInt(Math.min(3,
+                attempts.size()));
+        Attempt a = attempts.get(attempts.size() - 1 - back);
+        String id = "d" + nextPull++;
+        pulls.put(id, new Submitted(a.tokens(), d.submitPull(id, a.tokens(), a.params())));
+    }
+
+    /** A late or duplicated read notification of some attempt, as a network or a slow decoder makes. */
+    private void replayNotification() {
+        if (attempts.isEmpty()) {
+            return;
+        }
+        KvTransferParams a = attempts.get(random.nextInt(attempts.size())).params();
+        if (a.hasLease()) {
+            chaos.send(random.nextInt(a.tpSize()), a.remoteRequestId() + ":" + (1 + random.nextInt(2)) + ":"
+                    + a.remoteLeaseNonce());
+        }
+    }
+
+    private void collectDecided() {
+        for (var e : List.copyOf(pulls.entrySet())) {
+            CompletableFuture<PullOutcome> f = e.getValue().outcome();
+            if (!f.isDone()) {
+                continue;
+            }
+            pulls.remove(e.getKey());
+            PullOutcome o;
+            try {
+                o = f.join();
+            } catch (CompletionException refused) { // e.g. the id was aborted before it arrived
+                outcomes.merge("refused", 1, Integer::sum);
+                continue;
+            }
+            outcomes.merge(o.reason() == null ? o.state().name() : o.reason().wire(), 1, Integer::sum);
+            if (o.reason() != null && o.reason().leaseCheckFailure()) {
+                leaseFailures++;
+            }
+            if (o.state() == PullState.RECEIVED || o.state() == PullState.RECOMPUTED) {
+                byte[] kv = cluster.await(d.submitReadKv(e.getKey()));
+                byte[] expected = referenceKv(e.getValue().tokens());
+                int at = Arrays.mismatch(expected, kv);
+                assertEquals(-1, at, o.state() + " pull " + e.getKey() + " (" + o.reason() + ") holds KV that is "
+                        + "not its prompt's, from byte " + at);
+                assertTrue(cluster.matches(d, e.getKey()), "D's own check agrees");
+                bytesCompared += kv.length;
+                cluster.finish(d, e.getKey());
+            }
+        }
+    }
+
+    /** As D lays it out: for each block, each D rank's slice of heads in rank order. */
+    private byte[] referenceKv(int[] tokens) {
+        int tp = d.config().tpSize();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (int b = 0; b < reference.geometry().blocksFor(tokens.length); b++) {
+            for (int r = 0; r < tp; r++) {
+                out.writeBytes(reference.expectedBlock(tokens, b, tp, r));
+            }
+        }
+        return out.toByteArray();
+    }
+
+    /**
+     * Lets every pull in flight finish in real time (bounded), then times out whatever is left,
+     * and lets every lease lapse.
+     */
+    private void drain() {
+        long end = System.nanoTime() + SETTLE.toNanos();
+        while (!pulls.isEmpty() && System.nanoTime() < end) {
+            cluster.step();
+            collectDecided();
+        }
+        for (int i = 0; i < 10 && !pulls.isEmpty(); i++) {
+            cluster.clock.advance(d.config().pullTimeout());
+            cluster.steps(3);
+            collectDecided();
+        }
+        assertEquals(Map.of(), pulls, "every pull was decided");
+        cluster.lapseAll();
+    }
+
+    /** READs and notifications still on the wire are real time: step until both loops hold nothing (bounded). */
+    private void awaitIdle() {
+        long end = System.nanoTime() + SETTLE.toNanos();
+        while (!(p.snapshot().idle() && d.snapshot().idle()) && System.nanoTime() < end) {
+            cluster.step();
+        }
+    }
+
+    private long eventsMatching(String prefix, String suffix) {
+        synchronized (cluster.engine.events) {
+            return cluster.engine.events.stream().filter(e -> e.startsWith(prefix) && e.endsWith(suffix)).count();
+        }
+    }
+
+    private int count(String key) {
+        return outcomes.getOrDefault(key, 0);
+    }
+}

@@ -1,0 +1,236 @@
+package io.pdconnector.it;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import java.util.regex.Matcher;
+
+/**
+ * One packaged pd-connector service ({@code target/quarkus-app/quarkus-run.jar}) as its own OS
+ * process, started as an operator would: {@code -D} settings, a free port, stdout and stderr to a
+ * log file under {@code target/it-logs/} for diagnosis. {@link #close} kills it (and waits).
+ *
+ * <p>Its HTTP helpers speak to the service the way a router or an operator does, each call with a
+ * deadline.
+ */
+public final class ServiceProcess implements AutoCloseable {
+
+    private static final Path APP = Path.of(System.getProperty("pd.it.app", "target/quarkus-app"));
+    private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    public final String name;
+    public final int port;
+    public final Path log;
+    private final Process process;
+
+    private ServiceProcess(String name, int port, Path log, Process process) {
+        this.name = name;
+        this.port = port;
+        this.log = log;
+        this.process = process;
+    }
+
+    /**
+     * Starts the jar with {@code settings} as {@code -D} options (plus pd.nixl.home from this JVM's
+     * system property and a free quarkus.http.port). Does not wait: see {@link #awaitReady}.
+     */
+    public static ServiceProcess start(String name, Map<String, String> settings, Path logDir) throws IOException {
+        Path jar = APP.resolve("quarkus-run.jar");
+        assertTrue(Files.isRegularFile(jar), "packaged jar at " + jar + " (run through mvn verify)");
+        int port = freePort();
+        Map<String, String> all = new LinkedHashMap<>();
+        all.put("pd.nixl.home", System.getProperty("pd.nixl.home"));
+        all.put("quarkus.http.port", Integer.toString(port));
+        all.putAll(settings);
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+        all.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        cmd.addAll(List.of("-jar", jar.toString()));
+        Files.createDirectories(logDir);
+        Path log = logDir.resolve(name + ".log");
+        Files.writeString(log, String.join(" ", cmd) + System.lineSeparator());
+        Process process = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        return new ServiceProcess(name, port, log, process);
+    }
+
+    /** Polls {@code /q/health/ready} until it answers 200; fails with the log's tail if the process dies or the deadline passes. */
+    public void awaitReady(Duration deadline) throws Exception {
+        long end = System.nanoTime() + deadline.toNanos();
+        String last = "no answer";
+        while (System.nanoTime() < end) {
+            if (!process.isAlive()) {
+                throw new AssertionError(name + " exited with " + process.exitValue() + " before it was ready; log "
+                        + log + ":\n" + tail());
+            }
+            try {
+                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(uri("/q/health/ready"))
+                        .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200) {
+                    return;
+                }
+                last = r.statusCode() + " " + r.body();
+            } catch (IOException notListeningYet) {
+                last = notListeningYet.toString();
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError(name + " not ready within " + deadline + " (last: " + last + "); log " + log + ":\n"
+                + tail());
+    }
+
+    public URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + port + path);
+    }
+
+    /** POSTs a JSON body; returns status and parsed body (problem documents included). */
+    public Reply post(String path, Object body) throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body))).build();
+        return reply(HTTP.send(request, HttpResponse.BodyHandlers.ofByteArray()));
+    }
+
+    public Reply get(String path) throws IOException, InterruptedException {
+        return reply(HTTP.send(HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT).build(),
+                HttpResponse.BodyHandlers.ofByteArray()));
+    }
+
+    public Reply delete(String path) throws IOException, InterruptedException {
+        return reply(HTTP.send(HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT).DELETE().build(),
+                HttpResponse.BodyHandlers.ofByteArray()));
+    }
+
+    private Reply reply(HttpResponse<byte[]> r) {
+        return new Reply(r.statusCode(), r.body(), r.headers().firstValue("Content-Type").orElse(""));
+    }
+
+    /** {@code GET /v1/status}. */
+    public JsonNode status() throws IOException, InterruptedException {
+        Reply r = get("/v1/status");
+        assertTrue(r.status() == 200, name + " status: " + r);
+        return r.json();
+    }
+
+    /** Polls {@code GET /v1/status} until {@code condition} holds; fails with the last status at the deadline. */
+    public JsonNode awaitStatus(String what, Predicate<JsonNode> condition, Duration deadline) throws Exception {
+        long end = System.nanoTime() + deadline.toNanos();
+        JsonNode s = status();
+        while (!condition.test(s)) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError(name + ": " + what + " not reached within " + deadline + "; status " + s);
+            }
+            Thread.sleep(50);
+            s = status();
+        }
+        return s;
+    }
+
+    /**
+     * The sum of the Prometheus samples named {@code metric} at {@code /q/metrics} whose labels include
+     * every {@code label="value"} given (pairs: name, value); 0 when there is none.
+     */
+    public double metric(String metric, String... labels) throws IOException, InterruptedException {
+        Reply r = get("/q/metrics");
+        assertTrue(r.status() == 200, name + " metrics: " + r.status());
+        double sum = 0;
+        java.util.regex.Pattern sample = java.util.regex.Pattern.compile(
+                "^" + java.util.regex.Pattern.quote(metric) + "(\\{[^}]*})?\\s+(\\S+)$");
+        for (String line : r.text().split("\n")) {
+            Matcher m = sample.matcher(line.strip());
+            if (!m.matches()) {
+                continue;
+            }
+            String tags = m.group(1) == null ? "" : m.group(1);
+            boolean all = true;
+            for (int i = 0; i + 1 < labels.length; i += 2) {
+                all &= tags.contains(labels[i] + "=\"" + labels[i + 1] + "\"");
+            }
+            if (all) {
+                sum += Double.parseDouble(m.group(2));
+            }
+        }
+        return sum;
+    }
+
+    @Override
+    public String toString() {
+        return name + " (port " + port + ")";
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** The last lines of the log, for a failure message. */
+    public String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException | UncheckedIOException e) {
+            return "(log unreadable: " + e + ")";
+        }
+    }
+
+    /** Stops the service (SIGTERM, then SIGKILL after 15 s) and waits for it. */
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(15, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(15, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** An HTTP answer: status, raw body, content type. */
+    public record Reply(int status, byte[] body, String contentType) {
+
+        public String text() {
+            return new String(body, StandardCharsets.UTF_8);
+        }
+
+        public JsonNode json() {
+            try {
+                return JSON.readTree(body);
+            } catch (IOException e) {
+                throw new AssertionError("not JSON (" + status + "): " + text(), e);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return status + " " + (contentType.contains("octet-stream") ? body.length + " bytes" : text());
+        }
+    }
+}
