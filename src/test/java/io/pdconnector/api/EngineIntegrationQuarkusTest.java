@@ -148,9 +148,11 @@ class EngineIntegrationQuarkusTest {
                 .body("type", equalTo("urn:pd-connector:problem:invalid-kv-transfer-params"))
                 .body("detail", containsString("do_remote_decode"));
         given().contentType(ContentType.JSON).body("{\"request_id\": \"bad\", ")
-                .post("/v1/producer/requests").then().statusCode(400).contentType(PROBLEM);
+                .post("/v1/producer/requests").then().statusCode(400).contentType(PROBLEM)
+                .body("type", equalTo("urn:pd-connector:problem:malformed-request"));
         given().contentType(ContentType.TEXT).body("x")
-                .post("/v1/producer/requests").then().statusCode(415).contentType(PROBLEM);
+                .post("/v1/producer/requests").then().statusCode(415).contentType(PROBLEM)
+                .body("type", equalTo("urn:pd-connector:problem:unsupported-media-type"));
         given().get("/v1/producer/requests/bad").then().statusCode(404);
     }
 
