@@ -5,6 +5,9 @@
  * mapped, returning whatever lives there now. Retiring a range therefore does not unmap it: it maps
  * an inaccessible, unreserved range over it, which frees the pages and makes every later READ of it
  * fail (EFAULT), for the life of the process. The cost is address space only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,6 +30,48 @@ int pdx_mem_alloc(uint64_t len, uint64_t *addr_out)
     }
     *addr_out = (uint64_t)(uintptr_t)p;
     return PDX_OK;
+}
+
+/* The lock is taken on the open file description, which the mapping keeps alive after the fd is
+ * closed: it is held exactly as long as the mapping, and pdx_mem_retire (which maps over the range)
+ * drops it. So a crashed process leaves a stale file that the next one may take over, while a live
+ * one can never have its file truncated under it, which would turn its next access into SIGBUS. */
+int pdx_mem_map_file(const char *path, uint64_t len, uint64_t *addr_out)
+{
+    if (path == NULL || path[0] != '/' || !page_multiple(len) || addr_out == NULL) {
+        return PDX_ERR_ARGUMENT;
+    }
+    int rc = PDX_OK;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return PDX_ERR_IO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = errno == EWOULDBLOCK ? PDX_ERR_BUSY : PDX_ERR_IO;
+        goto out_close;
+    }
+    /* From here the path is ours: truncating drops whatever a previous owner left in it. */
+    if (ftruncate(fd, 0) != 0) {
+        rc = PDX_ERR_IO;
+        goto err_unlink;
+    }
+    int err = posix_fallocate(fd, 0, (off_t)len);
+    if (err != 0) {
+        rc = err == ENOSPC ? PDX_ERR_NO_MEMORY : PDX_ERR_IO;
+        goto err_unlink;
+    }
+    void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        rc = PDX_ERR_NO_MEMORY;
+        goto err_unlink;
+    }
+    *addr_out = (uint64_t)(uintptr_t)p;
+    goto out_close;
+err_unlink:
+    unlink(path);
+out_close:
+    close(fd);
+    return rc;
 }
 
 int pdx_mem_retire(uint64_t addr, uint64_t len)

@@ -25,6 +25,8 @@ extern "C" {
 #define PDX_ERR_NO_MEMORY   -100
 #define PDX_ERR_BUFFER_SMALL -101
 #define PDX_ERR_ARGUMENT    -102
+#define PDX_ERR_IO          -103  /* pdx_mem_map_file: the file cannot be opened, locked or sized */
+#define PDX_ERR_BUSY        -104  /* pdx_mem_map_file: another live mapping holds the file's lock */
 
 typedef struct pdx_agent pdx_agent_t;
 typedef struct pdx_region pdx_region_t;
@@ -42,10 +44,18 @@ int pdx_agent_destroy(pdx_agent_t *agent);
 
 /* Page-aligned anonymous memory for registration. len must be a multiple of the page size. */
 int pdx_mem_alloc(uint64_t len, uint64_t *addr_out);
-/* Frees the pages of [addr, addr+len) but keeps the range mapped inaccessible for the life of the
+/* Frees the pages of [addr, addr+len) (from pdx_mem_alloc or pdx_mem_map_file) but keeps the range mapped inaccessible for the life of the
  * process, so a peer's late READ of it fails instead of returning whatever is mapped there next.
  * Call only after pdx_region_deregister. */
 int pdx_mem_retire(uint64_t addr, uint64_t len);
+
+/* Page-aligned memory backed by the file at path (absolute), shared with any local process that maps
+ * the same file: their writes are what this process registers and peers READ. Creates the file
+ * (mode 0600, no symlink followed) or truncates it, reserves len zeroed bytes (so a full tmpfs fails
+ * here with PDX_ERR_NO_MEMORY, not with SIGBUS on a later write) and maps it MAP_SHARED. An exclusive
+ * flock, held by the mapping itself, keeps a second live process from taking the same file
+ * (PDX_ERR_BUSY); pdx_mem_retire releases it. The caller unlinks the file before retiring. */
+int pdx_mem_map_file(const char *path, uint64_t len, uint64_t *addr_out);
 
 /* Registers [addr, addr+len) as DRAM with the agent's UCX backend. */
 int pdx_region_register(pdx_agent_t *agent, uint64_t addr, uint64_t len,

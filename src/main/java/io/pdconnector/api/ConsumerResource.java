@@ -71,6 +71,13 @@ public class ConsumerResource {
         return Response.ok(kv).header("X-KV-Checksum", String.format("crc32c:%08x", crc.getValue())).build();
     }
 
+    @GET
+    @Path("/requests/{id}")
+    @Operation(summary = "Where a pull is: state, reason, time to its deadline, local blocks")
+    public PullStatusResponse status(@PathParam("id") String id) {
+        return PullStatusResponse.of(consumer().status(id));
+    }
+
     @DELETE
     @Path("/requests/{id}")
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")

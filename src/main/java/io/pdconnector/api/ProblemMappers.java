@@ -3,6 +3,7 @@ package io.pdconnector.api;
 import io.pdconnector.controlplane.IncompatiblePeerException;
 import io.pdconnector.controlplane.PeerUnreachableException;
 import io.pdconnector.lease.Deadlines;
+import io.pdconnector.lease.RequestStateException;
 import io.pdconnector.lease.SchedulerBusyException;
 import io.pdconnector.lease.UnknownRequestException;
 import io.pdconnector.producer.InvalidKvTransferParamsException;
@@ -31,6 +32,12 @@ public class ProblemMappers {
     @ServerExceptionMapper
     public Response unknownRequest(UnknownRequestException e, UriInfo uri) {
         return respond(Problem.of(404, "unknown-request", "Unknown request", e.getMessage())
+                .forRequest(e.requestId()), uri);
+    }
+
+    @ServerExceptionMapper
+    public Response wrongState(RequestStateException e, UriInfo uri) {
+        return respond(Problem.of(409, "wrong-state", "Request in the wrong state", e.getMessage())
                 .forRequest(e.requestId()), uri);
     }
 

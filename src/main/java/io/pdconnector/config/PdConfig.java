@@ -88,6 +88,14 @@ public interface PdConfig {
 
         /** vLLM's max_num_seqs; with num-blocks it sizes the lease slots. */
         @WithDefault("64") @Min(1) int maxNumSeqs();
+
+        /**
+         * Where P keeps each rank's KV region as a file a local engine can map,
+         * {@code pd-<engine-id>-r<rank>.kv} (created if missing; a tmpfs, so the KV stays in memory).
+         */
+        @WithDefault("/dev/shm")
+        @NotBlank
+        String shmDir();
     }
 
     interface Lease {
@@ -100,6 +108,13 @@ public interface PdConfig {
 
         /** kv_lease_slots; 0 means num-blocks + max-num-seqs. */
         @WithDefault("0") @Min(0) int slots();
+
+        /**
+         * How long an engine may take from reserving a request to finishing it; an unfinished
+         * reservation is then taken back as an abort would. The lease clock itself starts at finish.
+         */
+        @WithDefault("10m")
+        Duration reservationTimeout();
 
         /** Where the nonce epoch is kept, so nonces never repeat across restarts (L1). */
         @WithDefault(".cache/pd-state")

@@ -32,6 +32,10 @@ public final class Consumer {
         return Deadlines.await(scheduler.submitKvChecksum(requestId), deadline, "checksum of " + requestId);
     }
 
+    public PullStatus status(String requestId) {
+        return Deadlines.await(scheduler.submitStatus(requestId), deadline, "status of " + requestId);
+    }
+
     public void finish(String requestId) {
         Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
     }

@@ -28,6 +28,9 @@ sealed interface ConsumerCommand {
     record KvChecksum(String requestId, CompletableFuture<Long> reply) implements ConsumerCommand {
     }
 
+    record Status(String requestId, CompletableFuture<PullStatus> reply) implements ConsumerCommand {
+    }
+
     record Snapshot(CompletableFuture<ConsumerSnapshot> reply) implements ConsumerCommand {
     }
 }

@@ -102,6 +102,10 @@ final class Pull {
         return Arrays.stream(observedSlots).allMatch(v -> v == nonce) ? null : DeclineReason.LEASE_MISMATCH;
     }
 
+    PullStatus status(long now) {
+        return new PullStatus(requestId, state, reason, state.decided() ? null : deadlineMillis - now, localBlocks);
+    }
+
     PullOutcome outcome() {
         return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks);
     }

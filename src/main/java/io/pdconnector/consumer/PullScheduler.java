@@ -146,6 +146,13 @@ public final class PullScheduler implements StepWorker {
         return reply;
     }
 
+    /** Where a pull is; a declined pull is forgotten once answered (fail policy), so it is unknown here. */
+    public CompletableFuture<PullStatus> submitStatus(String requestId) {
+        CompletableFuture<PullStatus> reply = new CompletableFuture<>();
+        commands.offer(new ConsumerCommand.Status(RequestIds.require(requestId), reply));
+        return reply;
+    }
+
     public CompletableFuture<ConsumerSnapshot> submitSnapshot() {
         CompletableFuture<ConsumerSnapshot> reply = new CompletableFuture<>();
         commands.offer(new ConsumerCommand.Snapshot(reply));
@@ -196,6 +203,7 @@ public final class PullScheduler implements StepWorker {
             case ConsumerCommand.MatchesReference m -> m.reply().complete(matchesReference(m.requestId()));
             case ConsumerCommand.ReadKv r -> readKv(r);
             case ConsumerCommand.KvChecksum c -> kvChecksum(c);
+            case ConsumerCommand.Status s -> status(s, now);
             case ConsumerCommand.Snapshot s -> s.reply().complete(snapshot());
         }
     }
@@ -440,6 +448,15 @@ public final class PullScheduler implements StepWorker {
             }
         }
         c.reply().complete(crc.getValue());
+    }
+
+    private void status(ConsumerCommand.Status s, long now) {
+        Pull pull = pulls.get(s.requestId());
+        if (pull == null) {
+            s.reply().completeExceptionally(new UnknownRequestException("consumer", s.requestId()));
+            return;
+        }
+        s.reply().complete(pull.status(now));
     }
 
     private Boolean matchesReference(String requestId) {

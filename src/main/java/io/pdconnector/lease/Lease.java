@@ -17,20 +17,21 @@ public final class Lease {
 
     private final String requestId;
     private final int[] blockIds;
-    private final int[] tokens;
+    private final int numTokens;
     private final int slot;
     private final long nonce;
     private final RankHold[] ranks;
     private final Set<String>[] readers;
     private LeaseState state = LeaseState.RESERVED;
+    private long finishByMillis = Long.MAX_VALUE;
     private long expiresAtMillis = Long.MAX_VALUE;
     private long exportedAtMillis = -1;
 
     @SuppressWarnings("unchecked")
-    Lease(String requestId, int[] blockIds, int[] tokens, int slot, long nonce, int rankCount) {
+    Lease(String requestId, int[] blockIds, int numTokens, int slot, long nonce, int rankCount) {
         this.requestId = requestId;
         this.blockIds = blockIds.clone();
-        this.tokens = tokens.clone();
+        this.numTokens = numTokens;
         this.slot = slot;
         this.nonce = nonce;
         this.ranks = new RankHold[rankCount];
@@ -52,6 +53,21 @@ public final class Lease {
 
     public boolean isLive(long nowMillis) {
         return state == LeaseState.EXPORTED && nowMillis < expiresAtMillis;
+    }
+
+    /** Enters WRITING; an engine that has not finished by {@code finishBy} is presumed gone. */
+    void startWriting(long finishBy) {
+        moveTo(LeaseState.WRITING);
+        this.finishByMillis = finishBy;
+    }
+
+    /** Whether the KV is still being written past its finish deadline: the reaper aborts it. */
+    boolean abandoned(long nowMillis) {
+        return state == LeaseState.WRITING && nowMillis >= finishByMillis;
+    }
+
+    public long finishByMillis() {
+        return finishByMillis;
     }
 
     void startClock(long now, long expiresAt) {
@@ -126,8 +142,13 @@ public final class Lease {
         return blockIds.clone();
     }
 
-    int[] tokens() {
-        return tokens;
+    public int numTokens() {
+        return numTokens;
+    }
+
+    /** How many ranks have zeroed their slot and reported finished-sending. */
+    public int ranksFinished() {
+        return (int) Arrays.stream(ranks).filter(r -> r == RankHold.FINISHED).count();
     }
 
     public boolean hasSlot() {

@@ -8,6 +8,9 @@ import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.producer.ProducerCapacityException;
 import io.pdconnector.producer.ProducerConfig;
 import io.pdconnector.transfer.TransferEngine;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -24,16 +27,19 @@ import java.util.concurrent.CompletableFuture;
  * only {@code submit*} and await the returned future with a deadline. Each step:
  * <ol>
  * <li>drain commands (bounded);</li>
- * <li>schedule new prefills: blocks, slot and nonce (no free slot: no lease fields, L4);</li>
+ * <li>schedule new requests (prefills and engine reservations): blocks, slot and nonce (no free
+ *     slot: no lease fields, L4);</li>
  * <li>every rank applies slot clears, then slot writes (L2), and reports finished-sending only for
  *     leases whose slot it zeroed (L3);</li>
  * <li>free blocks and return the slot of leases every rank finished (L3, L4);</li>
- * <li>write the KV of newly scheduled prefills and export their leases;</li>
+ * <li>newly scheduled requests start WRITING: a prefill's KV is written by the reference engine and
+ *     its lease exported at once; an engine's reservation is answered and waits for its finish;</li>
  * <li>drain notifications: heartbeats extend live leases only (L8), read notifications with a
  *     stale nonce are ignored and counted;</li>
- * <li>sweep every lease for expiry (L8).</li>
+ * <li>sweep every lease for expiry (L8), and every reservation for its finish deadline.</li>
  * </ol>
- * A step never blocks: exits queue a clear that the next step applies.
+ * A step never blocks: exits queue a clear that the next step applies. An engine's finish exports
+ * its lease exactly as a prefill does, through the same L2 check.
  */
 public final class LeaseScheduler implements StepWorker {
 
@@ -52,8 +58,8 @@ public final class LeaseScheduler implements StepWorker {
     private final BlockPool blocks;
     private final SlotPool slots;
     private final LeaseTable leases;
-    private final List<ProducerCommand.Prefill> pending = new ArrayList<>();
-    private final Map<Lease, CompletableFuture<KvTransferParams>> scheduled = new LinkedHashMap<>();
+    private final List<ProducerCommand.Admission> pending = new ArrayList<>();
+    private final Map<Lease, ProducerCommand.Admission> scheduled = new LinkedHashMap<>();
     private final Set<Lease> finishing = new LinkedHashSet<>();
     private final List<ProducerRank> ranks = new ArrayList<>();
     private NonceSource nonces;
@@ -107,7 +113,45 @@ public final class LeaseScheduler implements StepWorker {
         return reply;
     }
 
-    /** Releases a request's lease now, as if it expired. */
+    /**
+     * Reserves blocks (and a slot and nonce) for an engine that writes {@code numTokens} tokens of
+     * KV itself; completes once every rank's slot holds the nonce, with where to write.
+     */
+    public CompletableFuture<Reservation> submitReserve(String requestId, int numTokens) {
+        RequestIds.require(requestId);
+        requireFits(numTokens);
+        CompletableFuture<Reservation> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Reserve(requestId, numTokens, reply));
+        return reply;
+    }
+
+    /** Copies an engine's uploaded KV into a reserved request's blocks (layout: {@link Reservation}). */
+    public CompletableFuture<Void> submitWriteKv(String requestId, byte[] kv) {
+        RequestIds.require(requestId);
+        if (kv == null) {
+            throw new IllegalArgumentException("an upload needs a body");
+        }
+        CompletableFuture<Void> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.WriteKv(requestId, kv, reply));
+        return reply;
+    }
+
+    /** The engine wrote a reserved request's KV: exports its lease, as a prefill's is exported. */
+    public CompletableFuture<KvTransferParams> submitFinish(String requestId) {
+        RequestIds.require(requestId);
+        CompletableFuture<KvTransferParams> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Finish(requestId, reply));
+        return reply;
+    }
+
+    public CompletableFuture<LeaseStatus> submitStatus(String requestId) {
+        RequestIds.require(requestId);
+        CompletableFuture<LeaseStatus> reply = new CompletableFuture<>();
+        commands.offer(new ProducerCommand.Status(requestId, reply));
+        return reply;
+    }
+
+    /** Releases a request's lease now, as if it expired; an engine's unfinished request too. */
     public CompletableFuture<Void> submitAbort(String requestId) {
         RequestIds.require(requestId);
         CompletableFuture<Void> reply = new CompletableFuture<>();
@@ -122,18 +166,25 @@ public final class LeaseScheduler implements StepWorker {
     }
 
     private void requirePrompt(int[] tokens) {
-        if (tokens == null || tokens.length == 0) {
+        if (tokens == null) {
             throw new IllegalArgumentException("a prompt needs at least one token");
         }
-        long capacity = (long) config.numBlocks() * config.geometry().blockTokens();
-        if (tokens.length > capacity) {
-            throw new IllegalArgumentException("a prompt of " + tokens.length + " tokens exceeds this instance's "
-                    + capacity + "-token KV capacity");
-        }
+        requireFits(tokens.length);
         for (int t : tokens) {
             if (t < 0) {
                 throw new IllegalArgumentException("token ids must not be negative, got " + t);
             }
+        }
+    }
+
+    private void requireFits(int numTokens) {
+        if (numTokens < 1) {
+            throw new IllegalArgumentException("a request needs at least one token, got " + numTokens);
+        }
+        long capacity = (long) config.numBlocks() * config.geometry().blockTokens();
+        if (numTokens > capacity) {
+            throw new IllegalArgumentException("a prompt of " + numTokens + " tokens exceeds this instance's "
+                    + capacity + "-token KV capacity");
         }
     }
 
@@ -142,6 +193,7 @@ public final class LeaseScheduler implements StepWorker {
     @Override
     public void open() {
         nonces = new NonceSource(config.stateDir());
+        createShmDir();
         try {
             for (int r = 0; r < config.tpSize(); r++) {
                 ranks.add(ProducerRank.open(engine, config, r));
@@ -155,18 +207,28 @@ public final class LeaseScheduler implements StepWorker {
         open = true;
     }
 
+    private void createShmDir() {
+        if (config.kvShmDir() != null) {
+            try {
+                Files.createDirectories(config.kvShmDir());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create the KV file directory " + config.kvShmDir(), e);
+            }
+        }
+    }
+
     @Override
     public int doWork() {
         requireOpen();
         long started = System.nanoTime();
         long now = clock.millis();
-        int work = commands.drain(this::handle, COMMANDS_PER_STEP);
+        int work = commands.drain(c -> handle(c, now), COMMANDS_PER_STEP);
         work += scheduleNew();
         for (ProducerRank rank : ranks) {
             work += rank.applySlotOps(finishing::add);
         }
         work += releaseFinished();
-        work += exportScheduled(now);
+        work += startWriting(now);
         for (ProducerRank rank : ranks) {
             work += rank.drainNotifications((from, message) -> inbox.accept(rank.rank(), from, message, now));
         }
@@ -179,9 +241,12 @@ public final class LeaseScheduler implements StepWorker {
         return work;
     }
 
-    private void handle(ProducerCommand command) {
+    private void handle(ProducerCommand command, long now) {
         switch (command) {
-            case ProducerCommand.Prefill p -> pending.add(p);
+            case ProducerCommand.Admission a -> pending.add(a);
+            case ProducerCommand.WriteKv w -> writeKv(w);
+            case ProducerCommand.Finish f -> finish(f, now);
+            case ProducerCommand.Status s -> status(s, now);
             case ProducerCommand.Abort a -> abort(a);
             case ProducerCommand.Snapshot s -> s.reply().complete(snapshot());
         }
@@ -189,38 +254,38 @@ public final class LeaseScheduler implements StepWorker {
 
     private int scheduleNew() {
         int n = 0;
-        for (ProducerCommand.Prefill p : pending) {
+        for (ProducerCommand.Admission a : pending) {
             if (n >= config.maxNumSeqs()) {
-                p.reply().completeExceptionally(new ProducerCapacityException(
-                        "more than max_num_seqs=" + config.maxNumSeqs() + " prefills in one step; retry"));
+                a.reply().completeExceptionally(new ProducerCapacityException(
+                        "more than max_num_seqs=" + config.maxNumSeqs() + " new requests in one step; retry"));
                 continue;
             }
-            schedule(p);
+            schedule(a);
             n++;
         }
         pending.clear();
         return n;
     }
 
-    private void schedule(ProducerCommand.Prefill p) {
-        if (leases.contains(p.requestId())) {
-            p.reply().completeExceptionally(new IllegalArgumentException("request " + p.requestId()
+    private void schedule(ProducerCommand.Admission a) {
+        if (leases.contains(a.requestId())) {
+            a.reply().completeExceptionally(new IllegalArgumentException("request " + a.requestId()
                     + " still holds a lease; an id can be reused only after its lease is freed"));
             return;
         }
-        int[] blockIds = blocks.allocate(config.geometry().blocksFor(p.tokens().length));
+        int[] blockIds = blocks.allocate(config.geometry().blocksFor(a.numTokens()));
         if (blockIds == null) {
-            p.reply().completeExceptionally(new ProducerCapacityException("no free KV blocks for "
-                    + p.tokens().length + " tokens (" + blocks.freeCount() + " of " + blocks.capacity() + " free)"));
+            a.reply().completeExceptionally(new ProducerCapacityException("no free KV blocks for "
+                    + a.numTokens() + " tokens (" + blocks.freeCount() + " of " + blocks.capacity() + " free)"));
             return;
         }
         OptionalInt slot = slots.acquire();
         long nonce = slot.isPresent() ? nonces.next() : 0;
-        Lease lease = leases.reserve(p.requestId(), blockIds, p.tokens(), slot.orElse(Lease.NO_SLOT), nonce);
+        Lease lease = leases.reserve(a.requestId(), blockIds, a.numTokens(), slot.orElse(Lease.NO_SLOT), nonce);
         if (lease.hasSlot()) {
             ranks.forEach(r -> r.queueWrite(lease));
         }
-        scheduled.put(lease, p.reply());
+        scheduled.put(lease, a);
     }
 
     private int releaseFinished() {
@@ -243,23 +308,101 @@ public final class LeaseScheduler implements StepWorker {
         return n;
     }
 
-    private int exportScheduled(long now) {
+    /**
+     * Requests scheduled this step had their slots written by every rank (L2, checked here) and
+     * start WRITING. A prefill gets the reference engine's KV and is exported at once; an engine's
+     * reservation gets zeroed blocks and its answer, and is exported by its finish.
+     */
+    private int startWriting(long now) {
         int n = scheduled.size();
-        scheduled.forEach((lease, reply) -> {
+        scheduled.forEach((lease, admission) -> {
             if (lease.hasSlot()) {
                 requireSlotWrittenOnEveryRank(lease);
                 lease.moveTo(LeaseState.SLOT_WRITTEN);
-            } else {
-                counters.exportsWithoutSlot.incrementAndGet();
             }
-            ranks.forEach(r -> r.writeKv(reference, lease, config.tpSize()));
-            lease.startClock(now, now + config.leaseDuration().toMillis());
-            lease.moveTo(LeaseState.EXPORTED);
-            counters.leasesExported.incrementAndGet();
-            reply.complete(paramsOf(lease));
+            lease.startWriting(now + config.reservationTimeout().toMillis());
+            switch (admission) {
+                case ProducerCommand.Prefill p -> {
+                    ranks.forEach(r -> r.writeKv(reference, lease, p.tokens(), config.tpSize()));
+                    p.reply().complete(export(lease, now));
+                }
+                case ProducerCommand.Reserve r -> {
+                    ranks.forEach(rank -> rank.zeroBlocks(lease));
+                    r.reply().complete(new Reservation(lease.requestId(), lease.numTokens(), lease.blockIds(),
+                            lease.hasSlot(), ranks.getFirst().blockBytes(),
+                            ranks.stream().map(ProducerRank::region).toList()));
+                }
+            }
         });
         scheduled.clear();
         return n;
+    }
+
+    /** The one way out of WRITING but release: the lease clock starts and the params go out. */
+    private KvTransferParams export(Lease lease, long now) {
+        if (lease.hasSlot()) {
+            requireSlotWrittenOnEveryRank(lease);
+        } else {
+            counters.exportsWithoutSlot.incrementAndGet();
+        }
+        lease.startClock(now, now + config.leaseDuration().toMillis());
+        lease.moveTo(LeaseState.EXPORTED);
+        counters.leasesExported.incrementAndGet();
+        return paramsOf(lease);
+    }
+
+    private void finish(ProducerCommand.Finish f, long now) {
+        Lease lease = writing(f.requestId(), "finished", f.reply());
+        if (lease != null) {
+            f.reply().complete(export(lease, now));
+        }
+    }
+
+    /** An upload must cover every block of every rank exactly; anything else changes nothing. */
+    private void writeKv(ProducerCommand.WriteKv w) {
+        Lease lease = writing(w.requestId(), "written", w.reply());
+        if (lease == null) {
+            return;
+        }
+        long blockBytes = ranks.getFirst().blockBytes();
+        long expected = lease.blockIds().length * blockBytes * ranks.size();
+        if (w.kv().length != expected) {
+            w.reply().completeExceptionally(new IllegalArgumentException("an upload for " + w.requestId() + " is "
+                    + expected + " bytes (" + lease.blockIds().length + " blocks x " + ranks.size() + " ranks x "
+                    + blockBytes + " bytes), got " + w.kv().length));
+            return;
+        }
+        ranks.forEach(r -> r.copyUpload(lease, w.kv(), ranks.size()));
+        w.reply().complete(null);
+    }
+
+    /**
+     * The request's lease if its KV may still be written (WRITING); otherwise fails {@code reply}
+     * and returns null: unknown is 404, any other state a conflict, since once exported a decoder
+     * may be reading the blocks and once releasing they are no longer the request's.
+     */
+    private Lease writing(String requestId, String what, CompletableFuture<?> reply) {
+        Lease lease = leases.find(requestId);
+        if (lease == null) {
+            reply.completeExceptionally(new UnknownRequestException("producer", requestId));
+            return null;
+        }
+        if (lease.state() != LeaseState.WRITING) {
+            reply.completeExceptionally(new RequestStateException(requestId, "request " + requestId + " is "
+                    + lease.state() + ": its KV can be " + what + " only while it is " + LeaseState.WRITING
+                    + (lease.state() == LeaseState.EXPORTED ? " (it was finished already)" : "")));
+            return null;
+        }
+        return lease;
+    }
+
+    private void status(ProducerCommand.Status s, long now) {
+        Lease lease = leases.find(s.requestId());
+        if (lease == null) {
+            s.reply().completeExceptionally(new UnknownRequestException("producer", s.requestId()));
+            return;
+        }
+        s.reply().complete(LeaseStatus.of(lease, now, ranks.size()));
     }
 
     /** L2, checked where it matters: no lease is exported unless every rank's slot holds its nonce. */
@@ -275,16 +418,24 @@ public final class LeaseScheduler implements StepWorker {
     private KvTransferParams paramsOf(Lease lease) {
         List<Integer> ids = Arrays.stream(lease.blockIds()).boxed().toList();
         return new KvTransferParams(true, false, config.engineId(), lease.requestId(), List.of(ids), config.host(),
-                config.port(), config.tpSize(), lease.tokens().length, KvTransferParams.PULL,
+                config.port(), config.tpSize(), lease.numTokens(), KvTransferParams.PULL,
                 lease.hasSlot() ? lease.slot() : null, lease.hasSlot() ? lease.nonce() : null, Map.of());
     }
 
+    /** L8: every lease, in any order; and a reservation whose engine missed its finish deadline. */
     private int reapExpired(long now) {
         int n = 0;
         for (Lease lease : leases.all()) {
-            if (lease.expired(now) && lease.anyRankHeld()) {
+            if (!lease.anyRankHeld()) {
+                continue;
+            }
+            if (lease.expired(now)) {
                 exitAllRanks(lease);
                 counters.leasesExpired.incrementAndGet();
+                n++;
+            } else if (lease.abandoned(now)) {
+                exitAllRanks(lease);
+                counters.reservationsAbandoned.incrementAndGet();
                 n++;
             }
         }
@@ -297,7 +448,7 @@ public final class LeaseScheduler implements StepWorker {
             a.reply().completeExceptionally(new UnknownRequestException("producer", a.requestId()));
             return;
         }
-        if (lease.anyRankHeld() && lease.state().compareTo(LeaseState.EXPORTED) >= 0) {
+        if (lease.anyRankHeld()) {
             exitAllRanks(lease);
             counters.leasesAborted.incrementAndGet();
         }
@@ -314,7 +465,7 @@ public final class LeaseScheduler implements StepWorker {
     private void exitRank(Lease lease, int rank) {
         if (lease.beginRankExit(rank)) {
             ranks.get(rank).queueClear(lease);
-            if (lease.state() == LeaseState.EXPORTED) {
+            if (lease.state() != LeaseState.RELEASING) {
                 lease.moveTo(LeaseState.RELEASING);
             }
         }
@@ -357,7 +508,7 @@ public final class LeaseScheduler implements StepWorker {
         IllegalStateException closing = new IllegalStateException(name() + " is shutting down");
         commands.drainAll(c -> c.reply().completeExceptionally(closing));
         pending.forEach(p -> p.reply().completeExceptionally(closing));
-        scheduled.values().forEach(r -> r.completeExceptionally(closing));
+        scheduled.values().forEach(a -> a.reply().completeExceptionally(closing));
         registry.withdraw(config.engineId());
         for (Lease lease : leases.all()) {
             exitAllRanks(lease);

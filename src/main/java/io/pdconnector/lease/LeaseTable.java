@@ -15,12 +15,12 @@ public final class LeaseTable {
         this.rankCount = rankCount;
     }
 
-    Lease reserve(String requestId, int[] blockIds, int[] tokens, int slot, long nonce) {
+    Lease reserve(String requestId, int[] blockIds, int numTokens, int slot, long nonce) {
         if (byRequest.containsKey(requestId)) {
             throw new IllegalArgumentException("request " + requestId + " still holds a lease; "
                     + "an id can be reused only after its lease is freed");
         }
-        Lease lease = new Lease(requestId, blockIds, tokens, slot, nonce, rankCount);
+        Lease lease = new Lease(requestId, blockIds, numTokens, slot, nonce, rankCount);
         byRequest.put(requestId, lease);
         return lease;
     }

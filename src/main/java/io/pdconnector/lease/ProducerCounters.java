@@ -9,6 +9,8 @@ public final class ProducerCounters {
     public final AtomicLong exportsWithoutSlot = new AtomicLong();
     public final AtomicLong leasesExpired = new AtomicLong();
     public final AtomicLong leasesAborted = new AtomicLong();
+    /** Engine reservations taken back because their engine did not finish them in time. */
+    public final AtomicLong reservationsAbandoned = new AtomicLong();
     public final AtomicLong leasesReleasedByReaders = new AtomicLong();
     public final AtomicLong staleNotifications = new AtomicLong();
     public final AtomicLong duplicateNotifications = new AtomicLong();

@@ -6,6 +6,8 @@ import io.pdconnector.producer.ProducerConfig;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiConsumer;
@@ -14,21 +16,24 @@ import java.util.function.Consumer;
 /**
  * One prefill rank: its agent, its KV region and its lease slots. Slot operations are batched per
  * step and applied clears first, then writes (L2); a rank reports finished-sending only for a
- * lease whose slot it has zeroed (L3).
+ * lease whose slot it has zeroed (L3). The KV region is a shared file when the config names a
+ * directory for it, so a local engine can write a request's blocks in place.
  */
 final class ProducerRank {
 
     private final int rank;
     private final TransferAgent agent;
     private final RegisteredRegion kv;
+    private final long blockBytes;
     private final SlotArray slots;
     private final List<Lease> pendingClears = new ArrayList<>();
     private final List<Lease> pendingWrites = new ArrayList<>();
 
-    private ProducerRank(int rank, TransferAgent agent, RegisteredRegion kv, SlotArray slots) {
+    private ProducerRank(int rank, TransferAgent agent, RegisteredRegion kv, long blockBytes, SlotArray slots) {
         this.rank = rank;
         this.agent = agent;
         this.kv = kv;
+        this.blockBytes = blockBytes;
         this.slots = slots;
     }
 
@@ -37,9 +42,12 @@ final class ProducerRank {
         TransferAgent agent = engine.createAgent(config.engineId() + "-p" + rank);
         RegisteredRegion kv = null;
         try {
-            kv = agent.allocate("kv", config.numBlocks() * config.geometry().blockBytes(config.tpSize()));
+            long blockBytes = config.geometry().blockBytes(config.tpSize());
+            long bytes = config.numBlocks() * blockBytes;
+            kv = config.kvFile(rank).isPresent() ? agent.allocateShared("kv", config.kvFile(rank).get(), bytes)
+                    : agent.allocate("kv", bytes);
             SlotArray slots = config.leaseVerification() ? registerSlots(agent, config, rank) : null;
-            return new ProducerRank(rank, agent, kv, slots);
+            return new ProducerRank(rank, agent, kv, blockBytes, slots);
         } catch (RuntimeException e) {
             if (kv != null) {
                 agent.deregister(kv);
@@ -88,8 +96,35 @@ final class ProducerRank {
         return work;
     }
 
-    void writeKv(ReferenceEngine reference, Lease lease, int tp) {
-        reference.write(kv.segment(), lease.blockIds(), lease.tokens(), tp, rank);
+    void writeKv(ReferenceEngine reference, Lease lease, int[] tokens, int tp) {
+        reference.write(kv.segment(), lease.blockIds(), tokens, tp, rank);
+    }
+
+    /** Zeroes a reservation's blocks, so an engine's request never carries another request's KV. */
+    void zeroBlocks(Lease lease) {
+        for (int block : lease.blockIds()) {
+            kv.segment().asSlice(block * blockBytes, blockBytes).fill((byte) 0);
+        }
+    }
+
+    /**
+     * Copies this rank's slices of an upload laid out block after block, ranks in order within a
+     * block (as {@link Reservation} describes), into the lease's blocks. The caller checked the size.
+     */
+    void copyUpload(Lease lease, byte[] upload, int ranks) {
+        int[] blocks = lease.blockIds();
+        for (int i = 0; i < blocks.length; i++) {
+            MemorySegment.copy(upload, Math.toIntExact(((long) i * ranks + rank) * blockBytes), kv.segment(),
+                    ValueLayout.JAVA_BYTE, blocks[i] * blockBytes, Math.toIntExact(blockBytes));
+        }
+    }
+
+    Reservation.RankRegion region() {
+        return new Reservation.RankRegion(rank, kv.sharedFile(), kv.length());
+    }
+
+    long blockBytes() {
+        return blockBytes;
     }
 
     int drainNotifications(BiConsumer<String, byte[]> sink) {

@@ -13,5 +13,10 @@
  * and the export check in {@code LeaseScheduler}; L4 {@code LeaseScheduler#releaseFinished} with
  * {@link io.pdconnector.lease.SlotPool}; L8 {@link io.pdconnector.lease.Lease#isLive} and the
  * reaper's full sweep; the nonce check of read notifications in {@code DecoderInbox}.
+ *
+ * <p>Engine integration: an engine's request is an ordinary lease that stays in
+ * {@link io.pdconnector.lease.LeaseState#WRITING} between its reservation and its finish, which
+ * exports it through the same L2 check as a prefill; abort, expiry and shutdown release it through
+ * the same slot-clear path (L3).
  */
 package io.pdconnector.lease;

@@ -71,6 +71,8 @@ public class ConnectorMetrics implements TransferObserver {
                 c.staleNotifications);
         counter("pd_leases_exported", "Leases exported as kv_transfer_params", c.leasesExported);
         counter("pd_exports_without_slot", "Exports with no free lease slot (no lease fields, L4)", c.exportsWithoutSlot);
+        counter("pd_reservations_abandoned", "Engine reservations taken back: not finished before their deadline",
+                c.reservationsAbandoned);
         counter("pd_leases_released_by_readers", "Leases released after every reader notified", c.leasesReleasedByReaders);
         counter("pd_heartbeats_applied", "Heartbeats that extended a live lease", c.heartbeatsApplied);
         counter("pd_heartbeats_ignored", "Heartbeats for no live lease (never revive one, L8)", c.heartbeatsIgnored);

@@ -22,6 +22,7 @@ final class HelperBindings {
     private final MethodHandle agentCreate;
     private final MethodHandle agentDestroy;
     private final MethodHandle memAlloc;
+    private final MethodHandle memMapFile;
     private final MethodHandle memRetire;
     private final MethodHandle regionRegister;
     private final MethodHandle regionDeregister;
@@ -40,6 +41,7 @@ final class HelperBindings {
         agentCreate = bind(lookup, "pdx_agent_create", ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS);
         agentDestroy = bind(lookup, "pdx_agent_destroy", ADDRESS);
         memAlloc = bind(lookup, "pdx_mem_alloc", JAVA_LONG, ADDRESS);
+        memMapFile = bind(lookup, "pdx_mem_map_file", ADDRESS, JAVA_LONG, ADDRESS);
         memRetire = bind(lookup, "pdx_mem_retire", JAVA_LONG, JAVA_LONG);
         regionRegister = bind(lookup, "pdx_region_register", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS);
         regionDeregister = bind(lookup, "pdx_region_deregister", ADDRESS, ADDRESS);
@@ -99,6 +101,14 @@ final class HelperBindings {
             return (int) memAlloc.invokeExact(length, addressOut);
         } catch (Throwable t) {
             throw linkageFailure("pdx_mem_alloc", t);
+        }
+    }
+
+    int memMapFile(MemorySegment path, long length, MemorySegment addressOut) {
+        try {
+            return (int) memMapFile.invokeExact(path, length, addressOut);
+        } catch (Throwable t) {
+            throw linkageFailure("pdx_mem_map_file", t);
         }
     }
 

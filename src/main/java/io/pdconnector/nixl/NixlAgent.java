@@ -4,13 +4,18 @@ import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.SharedFile;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Objects;
@@ -68,20 +73,42 @@ final class NixlAgent implements TransferAgent {
         if (bytes <= 0) {
             throw new IllegalArgumentException("region " + label + " needs a positive size, got " + bytes);
         }
-        long length = (bytes + PAGE - 1) / PAGE * PAGE;
+        long length = pages(bytes);
         MemorySegment out = scratch.out();
         check("pdx_mem_alloc(" + label + ")", native_.memAlloc(length, out));
-        long address = out.get(ValueLayout.JAVA_LONG, 0);
+        return register(label, out.get(ValueLayout.JAVA_LONG, 0), bytes, length, null);
+    }
+
+    @Override
+    public RegisteredRegion allocateShared(String label, Path file, long bytes) {
+        enter();
+        SharedFile.require(file, bytes);
+        long length = pages(bytes);
+        MemorySegment out = scratch.out();
+        try (Arena arena = Arena.ofConfined()) {
+            check("pdx_mem_map_file(" + file + ")", native_.memMapFile(arena.allocateFrom(file.toString()), length,
+                    out));
+        }
+        return register(label, out.get(ValueLayout.JAVA_LONG, 0), bytes, length, file);
+    }
+
+    private static long pages(long bytes) {
+        return (bytes + PAGE - 1) / PAGE * PAGE;
+    }
+
+    /** Registers memory the helper mapped; if registration fails the memory is released at once. */
+    private NixlRegion register(String label, long address, long bytes, long length, Path file) {
         Arena arena = Arena.ofShared();
         MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(bytes, arena, null);
+        MemorySegment out;
         try {
             out = scratch.out();
             check("pdx_region_register(" + label + ")", native_.regionRegister(agent, address, length, out));
         } catch (RuntimeException e) {
-            retire(arena, address, length, label);
+            retire(arena, address, length, file, label);
             throw e;
         }
-        NixlRegion region = new NixlRegion(label, segment, arena, out.get(ValueLayout.ADDRESS, 0), length);
+        NixlRegion region = new NixlRegion(label, segment, arena, out.get(ValueLayout.ADDRESS, 0), length, file);
         regions.add(region);
         return region;
     }
@@ -98,13 +125,25 @@ final class NixlAgent implements TransferAgent {
         try {
             check("pdx_region_deregister(" + r.label() + ")", native_.regionDeregister(agent, r.handle()));
         } finally {
-            retire(r.arena(), r.segment().address(), r.mappedLength(), r.label());
+            retire(r.arena(), r.segment().address(), r.mappedLength(), r.file(), r.label());
         }
     }
 
-    private void retire(Arena arena, long address, long length, String label) {
+    /**
+     * A shared file is unlinked while this mapping still holds its lock, so the path can only be taken
+     * over by a new owner's fresh file, never while it is still ours; then the range is retired.
+     */
+    private void retire(Arena arena, long address, long length, Path file, String label) {
         arena.close();
-        check("pdx_mem_retire(" + label + ")", native_.memRetire(address, length));
+        try {
+            if (file != null) {
+                Files.deleteIfExists(file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot unlink shared region file " + file, e);
+        } finally {
+            check("pdx_mem_retire(" + label + ")", native_.memRetire(address, length));
+        }
     }
 
     @Override

@@ -2,6 +2,8 @@ package io.pdconnector.producer;
 
 import io.pdconnector.lease.Deadlines;
 import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.lease.LeaseStatus;
+import io.pdconnector.lease.Reservation;
 import java.time.Duration;
 
 /** What the HTTP layer calls on P: each call submits to the step loop and waits with a deadline. */
@@ -18,6 +20,25 @@ public final class Producer {
     /** Prefills the prompt for a remote decoder and returns the params to forward to it. */
     public KvTransferParams prefill(String requestId, int[] tokens) {
         return Deadlines.await(scheduler.submitPrefill(requestId, tokens), deadline, "prefill " + requestId);
+    }
+
+    /** Reserves blocks for an engine that writes the KV itself (see {@link LeaseScheduler#submitReserve}). */
+    public Reservation reserve(String requestId, int numTokens) {
+        return Deadlines.await(scheduler.submitReserve(requestId, numTokens), deadline, "reserve " + requestId);
+    }
+
+    /** Copies an engine's upload into the request's blocks. */
+    public void writeKv(String requestId, byte[] kv) {
+        Deadlines.await(scheduler.submitWriteKv(requestId, kv), deadline, "KV upload of " + requestId);
+    }
+
+    /** Exports a reserved request whose KV the engine wrote; returns the params to forward to D. */
+    public KvTransferParams finish(String requestId) {
+        return Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
+    }
+
+    public LeaseStatus status(String requestId) {
+        return Deadlines.await(scheduler.submitStatus(requestId), deadline, "status of " + requestId);
     }
 
     /** Releases the request's blocks now: its slot is zeroed first, so a late reader is declined. */

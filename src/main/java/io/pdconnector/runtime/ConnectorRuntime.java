@@ -124,7 +124,7 @@ public class ConnectorRuntime {
         return new ProducerConfig(config.engineId(), config.advertisedHost(), config.advertisedPort().orElse(httpPort),
                 config.tpSize(), geometry(), config.kv().numBlocks(), config.kv().maxNumSeqs(), config.lease().slots(),
                 config.lease().duration(), config.lease().verification(), Path.of(config.lease().stateDir()),
-                config.http().queueCapacity());
+                config.http().queueCapacity(), Path.of(config.kv().shmDir()), config.lease().reservationTimeout());
     }
 
     private ConsumerConfig consumerConfig() {

@@ -2,7 +2,7 @@ package io.pdconnector.transfer;
 
 /**
  * Every error status a transfer call can end with: NIXL's C API codes (-1..-14, passed through
- * unchanged by the helper), the helper's own (-100..-102), and a catch-all for codes neither knows.
+ * unchanged by the helper), the helper's own (-100..-104), and a catch-all for codes neither knows.
  */
 public enum NativeStatus {
     INVALID_PARAM(-1),
@@ -22,6 +22,8 @@ public enum NativeStatus {
     HELPER_NO_MEMORY(-100),
     HELPER_BUFFER_TOO_SMALL(-101),
     HELPER_ARGUMENT_REJECTED(-102),
+    HELPER_FILE_ERROR(-103),
+    HELPER_FILE_IN_USE(-104),
     UNRECOGNIZED(Integer.MIN_VALUE);
 
     private final int code;

@@ -1,6 +1,8 @@
 package io.pdconnector.transfer;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * Memory registered with one agent. The segment's arena is closed by {@link TransferAgent#deregister},
@@ -11,6 +13,9 @@ public interface RegisteredRegion {
     String label();
 
     MemorySegment segment();
+
+    /** The file a local process can map to reach this memory, for a region from {@code allocateShared}. */
+    Optional<Path> sharedFile();
 
     default long address() {
         return segment().address();

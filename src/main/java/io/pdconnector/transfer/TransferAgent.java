@@ -1,5 +1,6 @@
 package io.pdconnector.transfer;
 
+import java.nio.file.Path;
 import java.util.function.BiConsumer;
 
 /**
@@ -17,7 +18,16 @@ public interface TransferAgent extends AutoCloseable {
     /** Allocates {@code bytes} of page-aligned DRAM and registers it; the memory lives exactly as long as the registration. */
     RegisteredRegion allocate(String label, long bytes);
 
-    /** Deregisters the region and frees its memory; the region's segment is unusable afterwards. */
+    /**
+     * Like {@link #allocate}, but the memory is the file {@code file} (absolute; its directory must
+     * exist): created or truncated, {@code bytes} reserved and zeroed, mapped shared and registered.
+     * A local process that maps the same file writes straight into what peers READ. The file stays
+     * this region's for as long as it is registered: another live mapping of it is refused with
+     * {@link TransferException.FileInUse}, and {@link #deregister} unlinks it before the memory goes.
+     */
+    RegisteredRegion allocateShared(String label, Path file, long bytes);
+
+    /** Deregisters the region and frees its memory (unlinking its file, if shared); the segment is unusable afterwards. */
     void deregister(RegisteredRegion region);
 
     /** This agent's metadata blob, opaque bytes a peer loads with {@link #loadRemoteMetadata}. */

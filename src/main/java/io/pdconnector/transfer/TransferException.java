@@ -43,6 +43,8 @@ public sealed class TransferException extends RuntimeException {
             case NOT_SUPPORTED, NO_TELEMETRY -> new Unsupported(call, code, detail);
             case HELPER_NO_MEMORY -> new OutOfNativeMemory(call, code, detail);
             case HELPER_BUFFER_TOO_SMALL -> new BufferTooSmall(call, code, detail);
+            case HELPER_FILE_ERROR -> new FileError(call, code, detail);
+            case HELPER_FILE_IN_USE -> new FileInUse(call, code, detail);
             case NATIVE_EXCEPTION, UNKNOWN, UNRECOGNIZED -> new NativeFailure(call, code, detail);
         };
     }
@@ -89,6 +91,16 @@ public sealed class TransferException extends RuntimeException {
 
     public static final class BufferTooSmall extends TransferException {
         BufferTooSmall(String call, int code, String detail) { super(call, code, detail); }
+    }
+
+    /** A shared-memory file could not be created, locked or sized (a missing or read-only directory). */
+    public static final class FileError extends TransferException {
+        FileError(String call, int code, String detail) { super(call, code, detail); }
+    }
+
+    /** Another live process maps the same shared-memory file (two instances with one engine id on a host). */
+    public static final class FileInUse extends TransferException {
+        FileInUse(String call, int code, String detail) { super(call, code, detail); }
     }
 
     /** A C++ exception caught at NIXL's boundary, or a code no one documented. */

@@ -77,7 +77,9 @@ class OperationsQuarkusTest {
     void openApiDocumentsTheRouterEndpoints() {
         given().get("/q/openapi?format=json").then().statusCode(200)
                 .body(containsString("/v1/producer/prefill"))
-                .body(containsString("/v1/consumer/pull"));
+                .body(containsString("/v1/consumer/pull"))
+                .body(containsString("/v1/producer/requests/{id}/finish"))
+                .body(containsString("/v1/consumer/requests/{id}"));
     }
 
     static double metric(String series) {

@@ -32,7 +32,9 @@ public final class NixlPeer {
         NixlTransferEngine engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))),
                 true, Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US));
         TransferAgent agent = engine.createAgent(name);
-        RegisteredRegion kv = agent.allocate("kv", kvBytes);
+        // a fourth argument names a file: the KV region is then shared memory a local engine can map
+        RegisteredRegion kv = args.length > 3 ? agent.allocateShared("kv", Path.of(args[3]), kvBytes)
+                : agent.allocate("kv", kvBytes);
         RegisteredRegion slotArray = agent.allocate("slots", 8L * slots);
         List<String> notifications = new ArrayList<>();
         List<RegisteredRegion> later = new ArrayList<>();

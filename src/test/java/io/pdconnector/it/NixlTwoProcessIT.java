@@ -1,6 +1,7 @@
 package io.pdconnector.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -16,8 +17,12 @@ import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
+import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -26,6 +31,7 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Real NIXL between two OS processes: this JVM is the reader (D), a {@link NixlPeer} child is the
@@ -187,6 +193,40 @@ class NixlTwoProcessIT {
         d.release(l);
     }
 
+    /**
+     * The engine-integration shape across processes: P (the child) registers a shared file, a local
+     * engine (this process, through its own mapping) writes the KV, D (this process's agent) READs it
+     * from P. After P deregisters, the file is gone and a late READ fails like one of anonymous memory.
+     */
+    @Test
+    void aReaderGetsWhatALocalEngineWroteIntoTheExportersSharedFileAndNothingAfterDeregistration(
+            @TempDir Path dir) throws Exception {
+        Path file = dir.resolve("it-p-shm-r0.kv");
+        PeerProcess p = peer("it-p-shm", 4 * MIB, 8, file);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                Arena arena = Arena.ofConfined()) {
+            Pattern.fill(channel.map(FileChannel.MapMode.READ_WRITE, 0, 4 * MIB, arena), 31);
+        }
+        RegisteredRegion local = region("dst", 4 * MIB);
+        String remoteName = d.loadRemoteMetadata(p.metadata);
+        PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
+        PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
+        int[] idx = IntStream.range(0, 64).toArray();
+        awaitDone(d.postRead(l, idx, r, idx, null), true);
+        assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, 4 * MIB, 31, 0), "the engine's bytes, across processes");
+
+        assertEquals("OK", p.command("DEREGISTER"));
+        assertFalse(Files.exists(file), "the exporter unlinked its file at deregistration");
+        assertTrue(p.command("REUSE 77").startsWith("OK"));
+        local.segment().fill((byte) 0);
+        TransferException failure = readExpectingFailure(l, r, 64);
+        assertEquals(0L, local.segment().get(ValueLayout.JAVA_LONG, 0), "nothing reached the reader");
+
+        System.out.println("READ after deregistering a shared region failed as: " + failure.getMessage());
+        d.release(r);
+        d.release(l);
+    }
+
     @Test
     void readAfterTheExporterExitedFailsWithATypedErrorNeverStaleSuccess() throws Exception {
         PeerProcess p = peer("it-p-exit", 4 * MIB, 8);
@@ -296,7 +336,11 @@ class NixlTwoProcessIT {
     }
 
     private PeerProcess peer(String name, long kvBytes, int slots) throws Exception {
-        PeerProcess p = new PeerProcess(name, kvBytes, slots);
+        return peer(name, kvBytes, slots, null);
+    }
+
+    private PeerProcess peer(String name, long kvBytes, int slots, Path sharedKv) throws Exception {
+        PeerProcess p = new PeerProcess(name, kvBytes, slots, sharedKv);
         cleanup.add(p);
         return p;
     }

@@ -63,8 +63,11 @@ class PackagedServiceIT {
     private static Process start(String nixlHome, int port) throws IOException {
         Path jar = APP.resolve("quarkus-run.jar");
         assertTrue(Files.isRegularFile(jar), "packaged jar at " + jar);
+        // its KV files under target/, not /dev/shm: another checkout's run on this host must not meet them
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Dpd.nixl.home=" + nixlHome, "-Dquarkus.http.port=" + port, "-Xmx256m", "-jar", jar.toString());
+                "-Dpd.nixl.home=" + nixlHome, "-Dquarkus.http.port=" + port,
+                "-Dpd.kv.shm-dir=" + APP.toAbsolutePath().getParent().resolve("pd-shm-it"), "-Xmx256m", "-jar",
+                jar.toString());
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
     }
 

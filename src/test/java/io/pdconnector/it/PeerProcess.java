@@ -30,12 +30,20 @@ public final class PeerProcess implements AutoCloseable {
     public final int slotCount;
 
     public PeerProcess(String name, long kvBytes, int slots) throws IOException {
+        this(name, kvBytes, slots, null);
+    }
+
+    /** A peer whose KV region is the shared file {@code sharedKv} (null: anonymous memory). */
+    public PeerProcess(String name, long kvBytes, int slots, Path sharedKv) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
                 "-Dpd.nixl.home=" + System.getProperty("pd.nixl.home"),
                 "-Dpd.nixl.progress-delay-us=" + Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US),
                 "-cp", System.getProperty("java.class.path"), NixlPeer.class.getName(),
                 name, Long.toString(kvBytes), Integer.toString(slots)));
+        if (sharedKv != null) {
+            cmd.add(sharedKv.toString());
+        }
         process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
         Thread reader = Thread.ofPlatform().daemon().name("peer-" + name).start(this::pump);

@@ -38,8 +38,8 @@ class ProducerRankTest {
     @Test
     void L2_clearsApplyBeforeWritesWithinAStep() {
         ProducerRank r = open();
-        Lease old = new Lease("old", new int[] {0}, new int[] {1}, 2, 11, 1);
-        Lease fresh = new Lease("fresh", new int[] {1}, new int[] {1}, 2, 12, 1);
+        Lease old = new Lease("old", new int[] {0}, 1, 2, 11, 1);
+        Lease fresh = new Lease("fresh", new int[] {1}, 1, 2, 12, 1);
         r.queueWrite(old);
         r.applySlotOps(l -> { });
         old.beginRankExit(0);
@@ -54,7 +54,7 @@ class ProducerRankTest {
     @Test
     void L3_rankReportsFinishedSendingOnlyAfterItsSlotReadsZero() {
         ProducerRank r = open();
-        Lease lease = new Lease("x", new int[] {0}, new int[] {1}, 1, 99, 1);
+        Lease lease = new Lease("x", new int[] {0}, 1, 1, 99, 1);
         r.queueWrite(lease);
         r.applySlotOps(l -> { });
         assertEquals(99, r.slotValue(1));

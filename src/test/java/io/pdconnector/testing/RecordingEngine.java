@@ -11,6 +11,7 @@ import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -111,14 +112,24 @@ public final class RecordingEngine implements TransferEngine {
 
         @Override
         public RegisteredRegion allocate(String label, long bytes) {
-            if (label.equals(refuseRegionLabel)) {
-                throw TransferException.of("registerMem(" + label + ")", NativeStatus.BACKEND.code(), "injected");
-            }
+            refuse(label);
             RegisteredRegion r = inner.allocate(label, bytes);
             if (label.equals("lease-slots")) {
                 slotRanges.add(new long[] {r.address(), r.address() + r.length()});
             }
             return r;
+        }
+
+        @Override
+        public RegisteredRegion allocateShared(String label, Path file, long bytes) {
+            refuse(label);
+            return inner.allocateShared(label, file, bytes);
+        }
+
+        private void refuse(String label) {
+            if (label.equals(refuseRegionLabel)) {
+                throw TransferException.of("registerMem(" + label + ")", NativeStatus.BACKEND.code(), "injected");
+            }
         }
 
         @Override public void deregister(RegisteredRegion region) { inner.deregister(region); }

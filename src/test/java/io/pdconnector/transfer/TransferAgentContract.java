@@ -8,10 +8,18 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.testsupport.Pattern;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -19,6 +27,7 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What every {@link TransferEngine} promises, run against each implementation by a subclass: the
@@ -181,6 +190,55 @@ public abstract class TransferAgentContract {
 
         assertThrows(IllegalStateException.class, () -> region.segment().get(ValueLayout.JAVA_LONG, 0));
         assertThrows(IllegalArgumentException.class, () -> d.deregister(region));
+    }
+
+    @Test
+    void bytesWrittenThroughAnotherMappingOfASharedFileAreWhatAPeerReads(@TempDir Path dir) throws IOException {
+        Path file = dir.resolve("p-r0.kv");
+        RegisteredRegion src = p.allocateShared("kv", file, 64 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 64 * 1024);
+        assertEquals(Optional.of(file), src.sharedFile());
+        assertEquals(Optional.empty(), dst.sharedFile());
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                Arena arena = Arena.ofConfined()) {
+            MemorySegment engineView = channel.map(FileChannel.MapMode.READ_WRITE, 0, 64 * 1024, arena);
+            assertEquals(-1, engineView.mismatch(arena.allocate(64 * 1024)), "a new shared region starts zeroed");
+            // P writes first: a private (copy-on-write) mapping would stop seeing the file from here on
+            Pattern.fill(src.segment(), 5);
+            assertEquals(-1, Pattern.firstMismatch(engineView, 0, 64 * 1024, 5, 0), "the engine sees P's writes");
+            Pattern.fill(engineView, 77);
+        }
+        Prepared lists = prepare(src, dst, 4096, 16);
+        int[] idx = IntStream.range(0, 16).toArray();
+
+        ReadRequest read = d.postRead(lists.local, idx, lists.remote, idx, null);
+        await(read);
+
+        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 64 * 1024, 77, 0));
+        release(lists, read);
+        p.deregister(src);
+        assertFalse(Files.exists(file), "deregistration unlinks the file");
+        assertThrows(IllegalStateException.class, () -> src.segment().get(ValueLayout.JAVA_LONG, 0));
+        d.deregister(dst);
+    }
+
+    @Test
+    void aSharedFileIsOneLiveRegionsAndBadPathsAreRejectedBeforeAnyNativeCall(@TempDir Path dir) {
+        Path file = dir.resolve("p-r0.kv");
+        RegisteredRegion held = p.allocateShared("kv", file, 4096);
+
+        assertThrows(TransferException.FileInUse.class, () -> d.allocateShared("kv", file, 4096));
+        assertThrows(IllegalArgumentException.class, () -> d.allocateShared("kv", Path.of("relative.kv"), 4096));
+        assertThrows(IllegalArgumentException.class,
+                () -> d.allocateShared("kv", dir.resolve("missing").resolve("x.kv"), 4096));
+        assertThrows(IllegalArgumentException.class, () -> d.allocateShared("kv", dir.resolve("y.kv"), 0));
+        assertEquals(0, d.openHandles(), "refused calls took no handle");
+        assertTrue(Files.exists(file), "a refused second owner did not unlink the holder's file");
+
+        p.deregister(held);
+        RegisteredRegion next = d.allocateShared("kv", file, 4096);
+        assertTrue(Files.exists(file), "free again once its region was deregistered");
+        d.deregister(next);
     }
 
     @Test

@@ -28,7 +28,9 @@ class TransferExceptionTest {
                 Map.entry(NativeStatus.CANCELED, TransferException.Canceled.class),
                 Map.entry(NativeStatus.HELPER_NO_MEMORY, TransferException.OutOfNativeMemory.class),
                 Map.entry(NativeStatus.HELPER_BUFFER_TOO_SMALL, TransferException.BufferTooSmall.class),
-                Map.entry(NativeStatus.HELPER_ARGUMENT_REJECTED, TransferException.InvalidArgument.class));
+                Map.entry(NativeStatus.HELPER_ARGUMENT_REJECTED, TransferException.InvalidArgument.class),
+                Map.entry(NativeStatus.HELPER_FILE_ERROR, TransferException.FileError.class),
+                Map.entry(NativeStatus.HELPER_FILE_IN_USE, TransferException.FileInUse.class));
         for (var e : expected.entrySet()) {
             TransferException ex = TransferException.of("pdx_some_call", e.getKey().code());
             assertInstanceOf(e.getValue(), ex, e.getKey().name());

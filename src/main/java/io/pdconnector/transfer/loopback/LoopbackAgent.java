@@ -5,12 +5,23 @@ import io.pdconnector.transfer.NativeStatus;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.SharedFile;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -59,9 +70,49 @@ final class LoopbackAgent implements TransferAgent {
             throw new IllegalArgumentException("region " + label + " needs a positive size, got " + bytes);
         }
         Arena arena = Arena.ofShared();
-        LoopbackRegion region = new LoopbackRegion(label, arena.allocate(bytes, 4096), arena);
+        LoopbackRegion region = new LoopbackRegion(label, arena.allocate(bytes, 4096), arena, null, null);
         regions.add(region);
         return region;
+    }
+
+    /**
+     * The file is locked (a POSIX lock held by the open channel) so another live mapping is refused
+     * as NIXL's helper refuses it; mapping READ_WRITE grows the truncated file back to {@code bytes}.
+     */
+    @Override
+    public RegisteredRegion allocateShared(String label, Path file, long bytes) {
+        open();
+        SharedFile.require(file, bytes);
+        String call = "allocateShared(" + file + ")";
+        FileChannel channel = null;
+        try {
+            channel = FileChannel.open(file, Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            if (tryLock(channel) == null) {
+                throw TransferException.of(call, NativeStatus.HELPER_FILE_IN_USE.code(), "another mapping holds it");
+            }
+            channel.truncate(0);
+            Arena arena = Arena.ofShared();
+            LoopbackRegion region = new LoopbackRegion(label, channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes,
+                    arena), arena, file, channel);
+            regions.add(region);
+            return region;
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw TransferException.of(call, NativeStatus.HELPER_FILE_ERROR.code(), e.toString());
+        } catch (RuntimeException e) {
+            closeQuietly(channel);
+            throw e;
+        }
+    }
+
+    private static FileLock tryLock(FileChannel channel) throws IOException {
+        try {
+            return channel.tryLock();
+        } catch (OverlappingFileLockException e) {
+            return null; // this JVM holds it already
+        }
     }
 
     @Override
@@ -70,7 +121,26 @@ final class LoopbackAgent implements TransferAgent {
         if (!(region instanceof LoopbackRegion r) || !regions.remove(r)) {
             throw new IllegalArgumentException("this region is not held by agent " + name);
         }
-        r.arena().close();
+        try {
+            if (r.file() != null) {
+                Files.deleteIfExists(r.file()); // while the lock is still ours
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot unlink shared region file " + r.file(), e);
+        } finally {
+            r.arena().close();
+            closeQuietly(r.channel());
+        }
+    }
+
+    private static void closeQuietly(FileChannel channel) {
+        if (channel != null) {
+            try {
+                channel.close();
+            } catch (IOException e) {
+                // closing releases the lock whatever close reports; nothing else is left to undo
+            }
+        }
     }
 
     @Override

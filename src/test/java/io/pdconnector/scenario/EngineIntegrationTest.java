@@ -1,0 +1,376 @@
+package io.pdconnector.scenario;
+
+import static io.pdconnector.testing.Cluster.assertDeclined;
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.lease.LeaseState;
+import io.pdconnector.lease.LeaseStatus;
+import io.pdconnector.lease.RequestStateException;
+import io.pdconnector.lease.Reservation;
+import io.pdconnector.lease.UnknownRequestException;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.testing.Cluster;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * An engine that writes the KV itself: reserve, write (through the shared files or by upload),
+ * finish, and every way that can go wrong. P and D on loopback, stepped by the test.
+ */
+class EngineIntegrationTest {
+
+    private static final Duration RESERVATION = Duration.ofMinutes(10);
+
+    @TempDir
+    Path shm;
+    private final Cluster cluster = new Cluster();
+
+    @AfterEach
+    void close() {
+        cluster.close();
+    }
+
+    private LeaseScheduler producer(int tp) {
+        return cluster.producer(config().withTp(tp));
+    }
+
+    private ProducerConfig config() {
+        return cluster.producerConfig("p").withShmDir(shm).withReservationTimeout(RESERVATION);
+    }
+
+    private PullScheduler decoder(int tp) {
+        return cluster.consumer(cluster.consumerConfig("d").withTp(tp));
+    }
+
+    private Reservation reserve(LeaseScheduler p, String id, int tokens) {
+        return cluster.await(p.submitReserve(id, tokens));
+    }
+
+    private LeaseStatus status(LeaseScheduler p, String id) {
+        return cluster.await(p.submitStatus(id));
+    }
+
+    /** Bytes in the upload layout: for each reserved block, each rank's slice in rank order. */
+    private static byte[] kvBytes(Reservation r, long seed) {
+        byte[] kv = new byte[Math.toIntExact(r.uploadBytes())];
+        new Random(seed).nextBytes(kv);
+        return kv;
+    }
+
+    /** What a local engine does: map each rank's file and write its slice of every reserved block. */
+    private static void writeThroughFiles(Reservation r, byte[] kv) throws IOException {
+        int tp = r.ranks().size();
+        for (Reservation.RankRegion region : r.ranks()) {
+            try (FileChannel channel = FileChannel.open(region.file().orElseThrow(), StandardOpenOption.READ,
+                    StandardOpenOption.WRITE); Arena arena = Arena.ofConfined()) {
+                MemorySegment file = channel.map(FileChannel.MapMode.READ_WRITE, 0, region.regionBytes(), arena);
+                int[] blocks = r.blockIds();
+                for (int i = 0; i < blocks.length; i++) {
+                    MemorySegment.copy(kv, Math.toIntExact((i * tp + region.rank()) * r.blockBytes()), file,
+                            ValueLayout.JAVA_BYTE, blocks[i] * r.blockBytes(), Math.toIntExact(r.blockBytes()));
+                }
+            }
+        }
+    }
+
+    @Test
+    void anEngineWritesThroughTheSharedFilesAndTheDecoderGetsExactlyThoseBytes() throws IOException {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(2);
+        Reservation r = reserve(p, "e", 10);
+        assertEquals(3, r.blockIds().length, "10 tokens in blocks of 4");
+        assertEquals(3 * 2 * r.blockBytes(), r.uploadBytes());
+        assertTrue(r.hasLease());
+        for (Reservation.RankRegion region : r.ranks()) {
+            assertEquals(shm.resolve("pd-p-r" + region.rank() + ".kv"), region.file().orElseThrow());
+            assertEquals(16 * r.blockBytes(), Files.size(region.file().orElseThrow()), "every block of the rank");
+        }
+        LeaseStatus writing = status(p, "e");
+        assertEquals(LeaseState.WRITING, writing.state());
+        for (int rank = 0; rank < 2; rank++) {
+            assertEquals(writing.nonce(), p.slotValue(rank, writing.slot()), "L2 done before the reservation is answered");
+        }
+        byte[] kv = kvBytes(r, 1);
+        writeThroughFiles(r, kv);
+
+        KvTransferParams params = cluster.await(p.submitFinish("e"));
+
+        assertEquals(10, params.remoteNumTokens());
+        assertEquals(writing.nonce(), params.remoteLeaseNonce());
+        assertEquals(LeaseState.EXPORTED, status(p, "e").state());
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "e", prompt(1, 10), params).state());
+        assertArrayEquals(kv, cluster.await(d.submitReadKv("e")));
+        cluster.finish(d, "e");
+        cluster.assertNoLeak();
+        assertEquals(1, p.counters().leasesReleasedByReaders.get(), "released by its reader, as a prefill is");
+    }
+
+    @Test
+    void anUploadLandsInEachRanksBlocksAndTheDecoderGetsExactlyThoseBytes() {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(2);
+        Reservation r = reserve(p, "u", 7);
+        byte[] kv = kvBytes(r, 2);
+
+        cluster.await(p.submitWriteKv("u", kv));
+        KvTransferParams params = cluster.await(p.submitFinish("u"));
+
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "u", prompt(2, 7), params).state());
+        assertArrayEquals(kv, cluster.await(d.submitReadKv("u")));
+        cluster.finish(d, "u");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void reservedBlocksStartZeroedEvenWhenAnEarlierRequestLeftKvInThem() {
+        LeaseScheduler p = producer(1);
+        PullScheduler d = decoder(1);
+        KvTransferParams earlier = cluster.prefill(p, "earlier", prompt(3, 8));
+        cluster.await(p.submitAbort("earlier"));
+        cluster.steps(2);
+
+        Reservation r = reserve(p, "later", 8);
+        KvTransferParams params = cluster.await(p.submitFinish("later"));
+
+        assertArrayEquals(earlier.blockIds(), r.blockIds(), "the freed blocks were reused (LIFO)");
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "later", prompt(3, 8), params).state());
+        assertArrayEquals(new byte[Math.toIntExact(r.uploadBytes())], cluster.await(d.submitReadKv("later")));
+        cluster.finish(d, "later");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void finishBeforeAnyUploadExportsAndAnUploadAfterFinishIsRefused() {
+        LeaseScheduler p = producer(1);
+        Reservation r = reserve(p, "f", 5);
+        KvTransferParams params = cluster.await(p.submitFinish("f"));
+        assertTrue(params.hasLease(), "finish cannot know how the engine wrote; it exports what the blocks hold");
+
+        RequestStateException e = assertThrows(RequestStateException.class,
+                () -> cluster.await(p.submitWriteKv("f", kvBytes(r, 3))));
+
+        assertTrue(e.getMessage().contains("EXPORTED") && e.getMessage().contains("finished already"), e.getMessage());
+        assertEquals(params.remoteLeaseNonce(), p.slotValue(0, params.remoteLeaseSlot()), "the live lease is untouched");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void anUploadOfTheWrongSizeIsRefusedAndChangesNothing() {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(2);
+        Reservation r = reserve(p, "w", 5);
+        byte[] good = kvBytes(r, 4);
+
+        for (int size : new int[] {0, good.length - 1, good.length + 1, good.length / 2}) {
+            byte[] bad = new byte[size];
+            java.util.Arrays.fill(bad, (byte) 7);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> cluster.await(p.submitWriteKv("w", bad)));
+            assertTrue(e.getMessage().contains(good.length + " bytes (2 blocks x 2 ranks x " + r.blockBytes()
+                    + " bytes), got " + size),
+                    e.getMessage());
+        }
+        assertEquals(LeaseState.WRITING, status(p, "w").state());
+        KvTransferParams params = cluster.await(p.submitFinish("w"));
+        cluster.pull(d, "w", prompt(4, 5), params);
+        assertArrayEquals(new byte[good.length], cluster.await(d.submitReadKv("w")), "no refused byte landed");
+        cluster.finish(d, "w");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void aSecondFinishIsRefusedAndTheLeaseIsExportedOnce() {
+        LeaseScheduler p = producer(1);
+        reserve(p, "twice", 5);
+        KvTransferParams first = cluster.await(p.submitFinish("twice"));
+        long expiresAt = p.lease("twice").expiresAtMillis();
+        cluster.clock.advance(Duration.ofSeconds(5));
+
+        RequestStateException e = assertThrows(RequestStateException.class,
+                () -> cluster.await(p.submitFinish("twice")));
+
+        assertTrue(e.getMessage().contains("finished already"), e.getMessage());
+        assertEquals(1, p.counters().leasesExported.get());
+        assertEquals(expiresAt, p.lease("twice").expiresAtMillis(), "a second finish does not restart the clock");
+        assertEquals(first.remoteLeaseNonce(), status(p, "twice").nonce());
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void abortOfAReservedRequestZeroesItsSlotsAndFreesItsBlocks() {
+        LeaseScheduler p = producer(2);
+        reserve(p, "gone", 9);
+        LeaseStatus held = status(p, "gone");
+
+        cluster.await(p.submitAbort("gone"));
+
+        assertNull(p.lease("gone"), "every rank zeroed its slot in the abort's step, then the blocks were freed");
+        for (int rank = 0; rank < 2; rank++) {
+            assertEquals(0, p.slotValue(rank, held.slot()), "rank " + rank);
+        }
+        assertEquals(1, p.counters().leasesAborted.get());
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitFinish("gone")));
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitWriteKv("gone", new byte[1])));
+        assertEquals(0, p.counters().leasesExported.get(), "an aborted reservation is never exported");
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void L4_aReservationWithNoFreeSlotIsExportedWithoutLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
+        LeaseScheduler p = cluster.producer(config().withBlocks(16, 4, 1));
+        PullScheduler d = decoder(1);
+        assertTrue(reserve(p, "slotted", 4).hasLease());
+
+        Reservation r = reserve(p, "slotless", 4);
+
+        assertFalse(r.hasLease());
+        LeaseStatus s = status(p, "slotless");
+        assertEquals(LeaseState.WRITING, s.state());
+        assertNull(s.slot());
+        assertNull(s.nonce());
+        KvTransferParams params = cluster.await(p.submitFinish("slotless"));
+        assertFalse(params.hasLease());
+        assertEquals(1, p.counters().exportsWithoutSlot.get());
+        assertDeclined(cluster.pull(d, "slotless", prompt(5, 4), params), "no_lease");
+        cluster.await(p.submitAbort("slotted"));
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void aReservationOutlivesTheLeaseDurationIgnoresHeartbeatsAndIsTakenBackOnlyAtItsFinishDeadline() {
+        LeaseScheduler p = producer(1);
+        reserve(p, "slow", 5);
+        var heartbeat = cluster.rawPeer("hb", "p");
+
+        cluster.clock.advance(Cluster.LEASE.multipliedBy(3));
+        heartbeat.send(0, "HB:slow");
+        cluster.steps(3);
+
+        LeaseStatus s = status(p, "slow");
+        assertEquals(LeaseState.WRITING, s.state(), "no lease clock runs before finish");
+        assertEquals(RESERVATION.minus(Cluster.LEASE.multipliedBy(3)).toMillis(), s.finishInMillis());
+        assertNull(s.expiresInMillis());
+        assertEquals(1, p.counters().heartbeatsIgnored.get(), "heartbeats extend exported leases only (L8)");
+
+        cluster.clock.advance(RESERVATION);
+        cluster.steps(3);
+
+        assertNull(p.lease("slow"));
+        assertEquals(1, p.counters().reservationsAbandoned.get());
+        assertEquals(0, p.counters().leasesExpired.get(), "taken back, not expired: it never was a lease");
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitFinish("slow")));
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void theLeaseClockStartsAtFinish() {
+        LeaseScheduler p = producer(1);
+        reserve(p, "late", 5);
+        cluster.clock.advance(Cluster.LEASE.multipliedBy(2));
+
+        cluster.await(p.submitFinish("late"));
+
+        assertEquals(Cluster.LEASE.toMillis(), status(p, "late").expiresInMillis());
+        assertNull(status(p, "late").finishInMillis());
+        cluster.lapseAll();
+        assertEquals(1, p.counters().leasesExpired.get());
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void statusFollowsALeaseThroughReleaseAndAnUnknownRequestIsUnknown() {
+        LeaseScheduler p = producer(2);
+        KvTransferParams a = cluster.prefill(p, "s", prompt(6, 6));
+        var reader = cluster.rawPeer("reader", "p");
+
+        LeaseStatus exported = status(p, "s");
+        reader.send(0, "s:1:" + a.remoteLeaseNonce());
+        cluster.steps(2);
+        LeaseStatus releasing = status(p, "s");
+
+        assertEquals(LeaseState.EXPORTED, exported.state());
+        assertArrayEquals(a.blockIds(), exported.blockIds());
+        assertEquals(a.remoteLeaseSlot(), exported.slot());
+        assertEquals(0, exported.ranksFinished());
+        assertEquals(LeaseState.RELEASING, releasing.state());
+        assertEquals(1, releasing.ranksFinished());
+        assertEquals(2, releasing.ranks());
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitStatus("nobody")));
+        reader.send(1, "s:1:" + a.remoteLeaseNonce());
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void badReservationsAreRefusedOnTheCallersThreadAndQueueNothing() {
+        LeaseScheduler p = producer(1);
+
+        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("zero", 0));
+        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("huge", 16 * 4 + 1));
+        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("a:b", 4));
+        assertThrows(IllegalArgumentException.class, () -> p.submitWriteKv("x", null));
+
+        cluster.steps(1);
+        assertEquals(0, p.snapshot().liveLeases());
+    }
+
+    @Test
+    void aDuplicateReservationIsRefusedWhileTheFirstIsHeld() {
+        LeaseScheduler p = producer(1);
+        reserve(p, "dup", 4);
+
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> reserve(p, "dup", 4));
+
+        assertTrue(e.getMessage().contains("still holds a lease"), e.getMessage());
+        assertEquals(1, p.snapshot().liveLeases());
+        cluster.await(p.submitAbort("dup"));
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void shutdownReleasesAnUnfinishedReservationAndUnlinksTheKvFiles() {
+        LeaseScheduler p = producer(2);
+        Reservation r = reserve(p, "open", 4);
+
+        cluster.stop(p);
+
+        for (Reservation.RankRegion region : r.ranks()) {
+            assertFalse(Files.exists(region.file().orElseThrow()), region.file() + " was unlinked");
+        }
+    }
+
+    @Test
+    void withoutAShmDirectoryTheRegionsAreAnonymousAndOnlyUploadsReachThem() {
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+
+        Reservation r = reserve(p, "anon", 4);
+
+        assertTrue(r.ranks().stream().allMatch(region -> region.file().isEmpty()));
+        cluster.await(p.submitWriteKv("anon", kvBytes(r, 5)));
+        cluster.await(p.submitAbort("anon"));
+        cluster.assertNoLeak();
+    }
+}
