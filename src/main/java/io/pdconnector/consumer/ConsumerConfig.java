@@ -22,8 +22,6 @@ public record ConsumerConfig(
         int slotChecksPerRead,
         int commandQueueCapacity) {
 
-    public static final int CONNECTOR_VERSION = 15;
-
     public ConsumerConfig {
         Objects.requireNonNull(engineId, "engineId");
         Objects.requireNonNull(geometry, "geometry");

@@ -44,7 +44,7 @@ final class RemotePeer {
     static RemotePeer handshake(String engineId, List<HandshakeMetadata> metadata, List<ConsumerRank> decodeRanks,
             ConsumerConfig config) {
         for (HandshakeMetadata m : metadata) {
-            m.requireCompatible(config.geometry(), ConsumerConfig.CONNECTOR_VERSION);
+            m.requireCompatible(config.geometry(), HandshakeMetadata.CONNECTOR_VERSION);
         }
         RemotePeer peer = new RemotePeer(engineId, metadata,
                 new TpMapping(config.geometry(), metadata.size(), config.tpSize()), decodeRanks);

@@ -147,7 +147,7 @@ final class ProducerRank {
         return new HandshakeMetadata(config.engineId(), rank, config.tpSize(), agent.name(), agent.localMetadata(),
                 kv.address(), kv.length(), config.geometry(), HandshakeMetadata.LAYOUT, config.numBlocks(),
                 slots == null ? 0 : slots.baseAddress(), slots == null ? 0 : slots.count(),
-                ProducerConfig.CONNECTOR_VERSION, config.geometry().compatHash(ProducerConfig.CONNECTOR_VERSION));
+                HandshakeMetadata.CONNECTOR_VERSION, config.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION));
     }
 
     /** Releases the regions, then closes the agent, which refuses if anything else is still held. */

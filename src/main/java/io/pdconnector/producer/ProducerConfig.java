@@ -29,7 +29,6 @@ public record ProducerConfig(
         Path kvShmDir,
         Duration reservationTimeout) {
 
-    public static final int CONNECTOR_VERSION = 15;
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     public static final Duration DEFAULT_RESERVATION_TIMEOUT = Duration.ofMinutes(10);
 
