@@ -1,0 +1,752 @@
+/*
+ * lease.pml -- Promela model of the pd-connector lease protocol (DESIGN.md sections 2-4, rules L1-L9).
+ * Run everything with: bash model/check.sh   (README.md: what is modelled, properties, results)
+ *
+ * Processes: LeaseScheduler (P's step loop: LeaseTable, SlotPool, NonceSource, BlockPool, the expiry
+ * reaper, heartbeats, finished-sending collection), PRank(r) (P worker rank r: applies the step's slot
+ * writes/clears, counts notifications), DReader (D's pull loop: start, decide, notify), DRank(r) (D rank r:
+ * block READs and slot READ from P rank r), Router (request-id reuse), Restart (one P restart).
+ * No clocks: an EXPORTED lease may expire at any moment; a heartbeat only matters through rule L8.
+ *
+ * Attempts: a0 = request 0 attempt 1, a1 = request 0 attempt 2 (same id), a2 = request 1 attempt 1.
+ * Data: a block holds CONTENT(a) of the attempt that wrote it, or FLOOD (another prompt's bytes).
+ * Fixed bounds: 2 P ranks, 2 D ranks (D rank r reads P rank r: consumers = 1 per P rank), 3 P blocks,
+ * 1 block per request, 1 heartbeat per pull, notifications late and in any order.
+ *
+ * Configurations (one per run; together they are the full check):
+ *   CFG_REUSE   (default) a0, then a1 with the same request id; 2 slots, 2 D blocks; one notification
+ *               may be duplicated; one slot READ may fail
+ *   CFG_RESTART a0, then a1 with the same request id; 2 slots, 2 D blocks; one P restart at any moment
+ *   CFG_TWO     a0 and a2 (two request ids) at once; 2 slots, 2 D blocks; one slot READ may fail
+ *   CFG_SCARCE  as CFG_TWO with 1 slot and 1 D block: no lease fields, slot reuse and D block reuse
+ * All three attempts in one model is too large to check in minutes (over 45 million states).
+ *
+ * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B) each remove one rule; see README.md.
+ * Other switches: -DLAZY_FLOOD (freed blocks are rewritten at any later time, instead of at once),
+ * -DSANITY (model self-checks), -DNO_SPURIOUS_CHECK (drops the no_spurious_decline assertion, to see what
+ * else a mutation breaks).
+ */
+
+#if defined(CFG_RESTART)
+#define WITH_REUSE
+#define WITH_RESTART
+#elif defined(CFG_TWO)
+#define WITH_TWO
+#define WITH_FAIL
+#elif defined(CFG_SCARCE)
+#define WITH_TWO
+#define WITH_FAIL
+#define NS  1
+#define NDB 1
+#else
+#define WITH_REUSE
+#define WITH_DUP
+#define WITH_FAIL
+#endif
+
+#define NA    3      /* attempts */
+#define NR    2      /* P ranks = D ranks */
+#define NB    3      /* P KV blocks */
+#ifndef NS
+#define NS    2      /* lease slots per P rank */
+#endif
+#ifndef NDB
+#define NDB   2      /* D KV blocks */
+#endif
+#define NONE  255
+#define FLOOD 9      /* bytes of some other prompt */
+
+#define REQ(a)     ((a) == 2 -> 1 : 0)
+#define ATT(a)     ((a) == 1 -> 2 : 1)
+#define CONTENT(a) ((a) + 1)
+#define IX(a, r)   ((a) * NR + (r))
+
+mtype = { RESERVED, SLOT_WRITTEN, EXPORTED, RELEASING, FREED,          /* lease states on P */
+          QUEUED, READING, CHECKING_SLOTS, RECEIVED, DECLINED,         /* pull states on D  */
+          lease_mismatch, slot_read_failed, no_lease };                /* decline reasons   */
+
+/* ------------------------------------------------------------------ P --- */
+typedef BlockPoolT {
+  byte owner[NB];          /* attempt holding the block, NONE = free */
+  byte content[NB]         /* CONTENT(a) of the writer, FLOOD, or 0 */
+};
+typedef SlotPoolT {
+  bit  free[NS];           /* slot index is in the free pool */
+  byte mem[NR * NS]        /* the registered int64 slots: mem[r*NS + s] on P rank r */
+};
+typedef NonceSourceT {
+  byte epoch;              /* persistent high bits, bumped by every restart */
+  byte seq                 /* low bits, restart from 0 in every incarnation */
+};
+typedef LeaseT {
+  mtype state;             /* 0 = not in the table */
+  byte  slot;              /* lease fields exported in kv_transfer_params (NONE = no lease fields) */
+  byte  nonce;
+  byte  blk;
+  bit   lost               /* ended by expiry, abort or restart: a decline is then legitimate */
+};
+
+#if NS > 1
+#define SLOTS_FREE     SlotPool.free[0] = 1; SlotPool.free[1] = 1
+#define ALL_SLOTS_FREE (SlotPool.free[0] && SlotPool.free[1])
+#else
+#define SLOTS_FREE     SlotPool.free[0] = 1
+#define ALL_SLOTS_FREE (SlotPool.free[0])
+#endif
+
+#if NDB > 1
+#define D_BLOCK_FREE (dOwner[0] == NONE || dOwner[1] == NONE)
+#define ALL_D_FREE   (dOwner[0] == NONE && dOwner[1] == NONE)
+#else
+#define D_BLOCK_FREE (dOwner[0] == NONE)
+#define ALL_D_FREE   (dOwner[0] == NONE)
+#endif
+
+BlockPoolT   BlockPool;
+SlotPoolT    SlotPool;
+NonceSourceT NonceSource;
+LeaseT       LeaseTable[NA];
+byte         byId[2];      /* LeaseTable index by request id: the id's latest attempt */
+
+/* per (attempt, P rank): the step's slot ops and the worker's view */
+bit wpend[NA * NR];        /* slot write (nonce) pending on the worker */
+bit cpend[NA * NR];        /* slot clear (expiry / abort) pending on the worker */
+bit wlive[NA * NR];        /* the worker holds the lease: its slot written, not yet zeroed */
+bit rep[NA * NR];          /* finished-sending reported, not yet collected by the scheduler */
+#ifdef MUT_L3
+bit zpend[NA * NR];        /* reported, zero still to come */
+#endif
+#ifdef MUT_L4
+bit slotBack[NA];
+#endif
+
+#ifdef MUT_L1
+#define NEXT_NONCE (NonceSource.seq)                         /* no epoch: repeats after a restart */
+#else
+#define NEXT_NONCE (NonceSource.epoch * 4 + NonceSource.seq) /* seq <= 3 per incarnation */
+#endif
+
+/* ------------------------------------------------------------ router --- */
+bit arr[NA];               /* attempt arrived at P */
+bit dropped[NA];           /* lost by a P restart before P held it */
+
+/* ----------------------------------------------------------------- D --- */
+mtype pull[NA];            /* 0 = D has not got the params */
+mtype why[NA];
+byte  dblk[NA];
+byte  dOwner[NDB];         /* D block owner pull, NONE = free */
+byte  rd[NA * NR];         /* block READ from P rank r: 0 none, 1 posted, 2 landed */
+byte  sr[NA * NR];         /* slot READ on P rank r: 0 none, SR_MATCH, SR_MISMATCH, SR_FAILED */
+#define SR_MATCH    1
+#define SR_MISMATCH 2
+#define SR_FAILED   3
+bit   bad[NA];             /* some READ of this pull landed bytes not written by its request+attempt */
+bit   hbPend[NA];          /* heartbeat HB:<req> in flight to P */
+byte  notif[NA * NR];      /* copies of <req>:<consumers>:<nonce> in flight to P rank r */
+bit   decoded[NA];
+bit   failUsed;              /* at most one slot READ fails */
+bit   dupUsed;               /* at most one notification is duplicated */
+#ifdef MUT_L6
+bit   notified[NA];
+#endif
+
+/* ============================================================ P side ====== */
+
+/* Flood: other prompts reuse freed blocks and write their own bytes.  By default the worst case is taken:
+   a freed block is rewritten at once (any READ after the free sees foreign bytes).  -DLAZY_FLOOD adds a
+   Flood process that rewrites a free block at any later time instead. */
+#ifdef LAZY_FLOOD
+#define FLOOD_FREED(b) skip
+#else
+#define FLOOD_FREED(b) BlockPool.content[b] = FLOOD
+#endif
+
+inline releaseLease(l) {   /* expiry or abort: the step tells every rank to clear the slot */
+  LeaseTable[l].lost = 1;
+  LeaseTable[l].state = RELEASING;
+  cpend[IX(l, 0)] = 1;
+  cpend[IX(l, 1)] = 1
+}
+
+inline schedule(a) {
+  d_step {
+    (arr[a] && !dropped[a] && LeaseTable[a].state == 0 &&
+     (BlockPool.owner[0] == NONE || BlockPool.owner[1] == NONE || BlockPool.owner[2] == NONE)) ->
+    /* request-id reuse while the previous attempt's lease is still held: abort that lease */
+    if
+    :: (byId[REQ(a)] != NONE && LeaseTable[byId[REQ(a)]].state == EXPORTED) ->
+       printf("@ P abort a%d (request id reused)\n", byId[REQ(a)]);
+       releaseLease(byId[REQ(a)])
+    :: else -> skip
+    fi;
+    /* BlockPool: lowest free block */
+    if
+    :: BlockPool.owner[0] == NONE -> LeaseTable[a].blk = 0
+    :: else ->
+       if
+       :: BlockPool.owner[1] == NONE -> LeaseTable[a].blk = 1
+       :: else -> LeaseTable[a].blk = 2
+       fi
+    fi;
+    BlockPool.owner[LeaseTable[a].blk] = a;
+    BlockPool.content[LeaseTable[a].blk] = CONTENT(a);   /* the engine writes this attempt's KV */
+    /* SlotPool, NonceSource */
+    if
+    :: SlotPool.free[0] -> LeaseTable[a].slot = 0
+#if NS > 1
+    :: (!SlotPool.free[0] && SlotPool.free[1]) -> LeaseTable[a].slot = 1
+    :: (!SlotPool.free[0] && !SlotPool.free[1]) -> LeaseTable[a].slot = NONE  /* no free slot: no lease fields (L4) */
+#else
+    :: else -> LeaseTable[a].slot = NONE                 /* no free slot: no lease fields (L4) */
+#endif
+    fi;
+    if
+    :: LeaseTable[a].slot != NONE ->
+       SlotPool.free[LeaseTable[a].slot] = 0;
+       NonceSource.seq++;
+       LeaseTable[a].nonce = NEXT_NONCE
+    :: else -> LeaseTable[a].nonce = 0
+    fi;
+    byId[REQ(a)] = a;
+    LeaseTable[a].state = RESERVED;
+    wpend[IX(a, 0)] = 1;                                   /* L2: slot written in this step on every rank */
+    wpend[IX(a, 1)] = 1;
+    printf("@ P schedule a%d req=%d att=%d blk=%d slot=%d nonce=%d\n", a, REQ(a), ATT(a),
+           LeaseTable[a].blk, LeaseTable[a].slot, LeaseTable[a].nonce)
+  }
+}
+
+inline export(a) {
+  d_step {
+#ifdef MUT_L2
+    (LeaseTable[a].state == RESERVED || LeaseTable[a].state == SLOT_WRITTEN) ->  /* export before slot written */
+#else
+    (LeaseTable[a].state == SLOT_WRITTEN) ->
+#endif
+    LeaseTable[a].state = EXPORTED;                        /* lease starts, kv_transfer_params to router */
+    pull[a] = QUEUED;                                      /* router forwards them verbatim to D */
+    hbPend[a] = 1;                                         /* D heartbeats from arrival: HB:<req> in flight */
+    printf("@ P export a%d\n", a)
+  }
+}
+
+inline expire(a) {
+  d_step {
+    LeaseTable[a].state == EXPORTED ->
+    printf("@ P expire a%d\n", a);
+    releaseLease(a)
+  }
+}
+
+inline collect(a) {        /* all ranks reported finished-sending: free blocks, return slot */
+  d_step {
+    ((LeaseTable[a].state == EXPORTED || LeaseTable[a].state == RELEASING) &&
+     rep[IX(a, 0)] && rep[IX(a, 1)]) ->
+    rep[IX(a, 0)] = 0;
+    rep[IX(a, 1)] = 0;
+#ifdef SANITY
+    assert(BlockPool.owner[LeaseTable[a].blk] == a);          /* model sanity: frees only its own block */
+    assert(LeaseTable[a].slot == NONE || !SlotPool.free[LeaseTable[a].slot]);   /* ... and its own slot */
+#endif
+    BlockPool.owner[LeaseTable[a].blk] = NONE;
+    FLOOD_FREED(LeaseTable[a].blk);
+    if
+#ifdef MUT_L4
+    :: (LeaseTable[a].slot != NONE && !slotBack[a]) ->   /* not yet returned early */
+       slotBack[a] = 1;
+       SlotPool.free[LeaseTable[a].slot] = 1
+#else
+    :: LeaseTable[a].slot != NONE -> SlotPool.free[LeaseTable[a].slot] = 1
+#endif
+    :: else -> skip
+    fi;
+    LeaseTable[a].state = FREED;
+    printf("@ P free a%d (blk %d, slot %d)\n", a, LeaseTable[a].blk, LeaseTable[a].slot)
+  }
+}
+
+#ifdef MUT_L4
+inline earlySlot(a) {      /* MUT_L4: slot back to the pool once the release starts, before finished-sending */
+  d_step {
+    (!slotBack[a] && LeaseTable[a].slot != NONE &&
+     (LeaseTable[a].state == RELEASING ||
+      (LeaseTable[a].state == EXPORTED && (rep[IX(a, 0)] || rep[IX(a, 1)])))) ->
+    slotBack[a] = 1;
+    SlotPool.free[LeaseTable[a].slot] = 1;
+    printf("@ P slot %d of a%d back to pool early\n", LeaseTable[a].slot, a)
+  }
+}
+#endif
+
+inline heartbeat(a) {      /* HB:<req> from D */
+  d_step {
+    hbPend[a] ->
+    hbPend[a] = 0;
+    l = byId[REQ(a)];
+    if
+    :: (l != NONE && LeaseTable[l].state == EXPORTED) ->
+       printf("@ P heartbeat req=%d extends a%d\n", REQ(a), l)  /* no clock: extension has no state */
+#ifdef MUT_L8
+    :: (l != NONE && (LeaseTable[l].state == RELEASING || LeaseTable[l].state == FREED)) ->
+       LeaseTable[l].state = EXPORTED;                   /* revived: live again, so its nonce is re-armed */
+       wpend[IX(l, 0)] = 1;
+       wpend[IX(l, 1)] = 1;
+       printf("@ P heartbeat req=%d REVIVES a%d\n", REQ(a), l)
+#endif
+    :: else -> printf("@ P heartbeat req=%d ignored\n", REQ(a))
+    fi;
+    l = NONE
+  }
+}
+
+proctype LeaseScheduler() {
+  byte l = NONE;
+end:
+  do
+  :: schedule(0)
+  :: schedule(1)
+  :: schedule(2)
+  :: export(0)
+  :: export(1)
+  :: export(2)
+#ifndef MUT_L8B
+  :: expire(0)             /* the reaper sweeps every lease: any EXPORTED lease may expire at any time */
+  :: expire(1)
+  :: expire(2)
+#endif
+  :: collect(0)
+  :: collect(1)
+  :: collect(2)
+  :: heartbeat(0)
+  :: heartbeat(1)
+  :: heartbeat(2)
+#ifdef MUT_L4
+  :: earlySlot(0)
+  :: earlySlot(1)
+  :: earlySlot(2)
+#endif
+  od
+}
+
+/* ---------------------------------------------------- P worker rank --- */
+
+inline zeroAndReport(a, r) {
+  wlive[IX(a, r)] = 0;
+#ifdef MUT_L3
+  rep[IX(a, r)] = 1;       /* MUT_L3: report finished-sending first ... */
+  zpend[IX(a, r)] = 1      /* ... zero the slot later */
+#else
+  if                       /* L3: zero (store visible) before reporting finished-sending */
+  :: LeaseTable[a].slot != NONE -> SlotPool.mem[r * NS + LeaseTable[a].slot] = 0
+  :: else -> skip
+  fi;
+  rep[IX(a, r)] = 1
+#endif
+}
+
+inline applyClear(a, r) {
+  if
+  :: cpend[IX(a, r)] ->
+     cpend[IX(a, r)] = 0;
+     if
+     :: wlive[IX(a, r)] -> zeroAndReport(a, r); printf("@ P%d clear slot of a%d, finished-sending\n", r, a)
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+
+inline applyWrite(a, r) {
+  if
+  :: wpend[IX(a, r)] ->
+     wpend[IX(a, r)] = 0;
+     if
+     :: LeaseTable[a].slot != NONE -> SlotPool.mem[r * NS + LeaseTable[a].slot] = LeaseTable[a].nonce
+     :: else -> skip
+     fi;
+     wlive[IX(a, r)] = 1;
+     printf("@ P%d write slot of a%d\n", r, a);
+     if
+     :: (LeaseTable[a].state == RESERVED && wlive[IX(a, 0)] && wlive[IX(a, 1)]) ->
+        LeaseTable[a].state = SLOT_WRITTEN
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+
+inline applyStep(r) {
+  d_step {
+    (cpend[IX(0, r)] || cpend[IX(1, r)] || cpend[IX(2, r)] ||
+     wpend[IX(0, r)] || wpend[IX(1, r)] || wpend[IX(2, r)]) ->
+#ifdef MUT_L2B
+    applyWrite(0, r); applyWrite(1, r); applyWrite(2, r);   /* writes before clears */
+    applyClear(0, r); applyClear(1, r); applyClear(2, r)
+#else
+    applyClear(0, r); applyClear(1, r); applyClear(2, r);   /* L2: clears before writes */
+    applyWrite(0, r); applyWrite(1, r); applyWrite(2, r)
+#endif
+  }
+}
+
+#ifdef MUT_L6B
+#define NONCE_OK(b, a) (byId[REQ(a)] == b)                    /* nonce ignored: the id's current lease */
+#else
+#define NONCE_OK(b, a) (LeaseTable[b].nonce == LeaseTable[a].nonce)
+#endif
+
+inline matchLive(b, a, r) {
+  if
+  :: (REQ(b) == REQ(a) && wlive[IX(b, r)] && NONCE_OK(b, a)) -> l = b
+  :: else -> skip
+  fi
+}
+
+inline deliver(a, r) {     /* notification <req>:<consumers=1>:<nonce> sent by pull a */
+  d_step {
+    notif[IX(a, r)] > 0 ->
+    notif[IX(a, r)]--;
+    matchLive(0, a, r);
+    matchLive(1, a, r);
+    matchLive(2, a, r);
+    if
+    :: l != NONE ->
+       printf("@ P%d notification of a%d counted for a%d, finished-sending\n", r, a, l);
+       /* property notif_own_attempt: only the lease of the notifying attempt is released */
+       assert(l == a);
+       zeroAndReport(l, r)
+    :: else ->
+       printf("@ P%d notification of a%d ignored\n", r, a)
+    fi;
+    l = NONE
+  }
+}
+
+#ifdef MUT_L3
+inline lateZero(a, r) {
+  d_step {
+    zpend[IX(a, r)] ->
+    zpend[IX(a, r)] = 0;
+    if
+    :: LeaseTable[a].slot != NONE -> SlotPool.mem[r * NS + LeaseTable[a].slot] = 0
+    :: else -> skip
+    fi;
+    printf("@ P%d zero slot of a%d (late)\n", r, a)
+  }
+}
+#endif
+
+proctype PRank(byte r) {
+  byte l = NONE;
+end:
+  do
+  :: applyStep(r)
+  :: deliver(0, r)
+  :: deliver(1, r)
+  :: deliver(2, r)
+#ifdef MUT_L3
+  :: lateZero(0, r)
+  :: lateZero(1, r)
+  :: lateZero(2, r)
+#endif
+  od
+}
+
+/* ============================================================ D side ====== */
+
+inline sendNotif(a) {      /* to every source rank; may be duplicated; delivery is late and unordered */
+  if
+  :: notif[IX(a, 0)] = 1; notif[IX(a, 1)] = 1
+#ifdef WITH_DUP
+  :: !dupUsed -> dupUsed = 1; notif[IX(a, 0)] = 2; notif[IX(a, 1)] = 2;
+     printf("@ D notification of a%d duplicated\n", a)
+#endif
+  fi;
+  printf("@ D notify a%d req=%d nonce=%d\n", a, REQ(a), LeaseTable[a].nonce)
+}
+
+#ifndef MUT_L7
+inline noLease(a) {        /* L7: missing lease fields fail the load */
+  d_step {
+    (pull[a] == QUEUED && LeaseTable[a].slot == NONE) ->
+    pull[a] = DECLINED;
+    why[a] = no_lease;
+    printf("@ D decide a%d DECLINED no_lease\n", a)
+  }
+}
+#endif
+
+inline start(a) {          /* allocate a D block, post block READs on every rank, no notification */
+  d_step {
+    (pull[a] == QUEUED && D_BLOCK_FREE
+#ifndef MUT_L7
+     && LeaseTable[a].slot != NONE
+#endif
+    ) ->
+#if NDB > 1
+    if
+    :: dOwner[0] == NONE -> dblk[a] = 0
+    :: else -> dblk[a] = 1
+    fi;
+#else
+    dblk[a] = 0;
+#endif
+    dOwner[dblk[a]] = a;
+    rd[IX(a, 0)] = 1;
+    rd[IX(a, 1)] = 1;
+    if
+    :: LeaseTable[a].slot == NONE -> sr[IX(a, 0)] = SR_MISMATCH; sr[IX(a, 1)] = SR_MISMATCH
+    :: else -> skip
+    fi;
+    pull[a] = READING;
+    printf("@ D start a%d dblk=%d READ P blk %d\n", a, dblk[a], LeaseTable[a].blk)
+  }
+}
+
+#define TERM(a, r) (rd[IX(a, r)] == 2 && sr[IX(a, r)] != 0)
+#ifdef MUT_L9
+#define READY(a) ((pull[a] == READING || pull[a] == CHECKING_SLOTS) && (TERM(a, 0) || TERM(a, 1)))
+#else
+#define READY(a) (pull[a] == CHECKING_SLOTS && TERM(a, 0) && TERM(a, 1))   /* L9 */
+#endif
+#define RANKOK(a, r) (sr[IX(a, r)] == 0 || sr[IX(a, r)] == SR_MATCH)
+#ifdef MUT_L7
+#define CHECK_OK(a) true                   /* MUT_L7: a failed check does not fail the load */
+#else
+#define CHECK_OK(a) (RANKOK(a, 0) && RANKOK(a, 1))
+#endif
+
+inline decide(a) {
+  atomic {
+    READY(a) ->
+    if
+    :: CHECK_OK(a) ->
+       pull[a] = RECEIVED;
+       printf("@ D decide a%d RECEIVED\n", a);
+       /* property received_own_bytes */
+       assert(!bad[a]);
+#ifndef MUT_L6
+       sendNotif(a)        /* L6: only after the slot check */
+#endif
+    :: else ->
+       pull[a] = DECLINED;
+       dOwner[dblk[a]] = NONE;
+       if
+       :: (sr[IX(a, 0)] == SR_FAILED || sr[IX(a, 1)] == SR_FAILED) ->
+          why[a] = slot_read_failed;
+          printf("@ D decide a%d DECLINED slot_read_failed\n", a)
+       :: else ->
+          why[a] = lease_mismatch;
+          printf("@ D decide a%d DECLINED lease_mismatch\n", a);
+          /* property no_spurious_decline: a lease that was not expired, aborted or lost is not declined */
+#ifndef NO_SPURIOUS_CHECK
+          assert(LeaseTable[a].lost)
+#else
+          skip
+#endif
+       fi
+    fi
+  }
+}
+
+#ifdef MUT_L6
+inline earlyNotify(a) {    /* MUT_L6: notify as soon as the block READs completed, before the check */
+  atomic {
+    (!notified[a] && (pull[a] == CHECKING_SLOTS || pull[a] == RECEIVED)) ->
+    notified[a] = 1;
+    sendNotif(a)
+  }
+}
+#endif
+
+inline decodeDone(a) {
+  d_step {
+    (pull[a] == RECEIVED && !decoded[a]) ->
+    decoded[a] = 1;
+    dOwner[dblk[a]] = NONE;
+    printf("@ D decode of a%d done, dblk %d free\n", a, dblk[a])
+  }
+}
+
+proctype DReader() {
+end:
+  do
+#ifndef MUT_L7
+  :: noLease(0)
+  :: noLease(1)
+  :: noLease(2)
+#endif
+  :: start(0)
+  :: start(1)
+  :: start(2)
+  :: decide(0)
+  :: decide(1)
+  :: decide(2)
+  :: decodeDone(0)
+  :: decodeDone(1)
+  :: decodeDone(2)
+#ifdef MUT_L6
+  :: earlyNotify(0)
+  :: earlyNotify(1)
+  :: earlyNotify(2)
+#endif
+  od
+}
+
+/* ------------------------------------------------------ D rank transfers --- */
+
+inline land(a, r) {        /* a block READ from P rank r lands in D rank r's slice of the D block */
+  d_step {
+    rd[IX(a, r)] == 1 ->
+    rd[IX(a, r)] = 2;
+    printf("@ D%d READ a%d lands: P blk %d holds %d, into dblk %d\n", r, a, LeaseTable[a].blk,
+           BlockPool.content[LeaseTable[a].blk], dblk[a]);
+    /* property read_into_own_dblock */
+    assert(dOwner[dblk[a]] == a);
+    if
+    :: BlockPool.content[LeaseTable[a].blk] != CONTENT(a) -> bad[a] = 1
+    :: else -> skip
+    fi;
+    /* property received_own_bytes (a READ landing after the decision) */
+    assert(!(pull[a] == RECEIVED && bad[a]));
+    if
+    :: (pull[a] == READING && rd[IX(a, 0)] == 2 && rd[IX(a, 1)] == 2) -> pull[a] = CHECKING_SLOTS
+    :: else -> skip
+    fi
+  }
+}
+
+#ifdef MUT_L5
+#define SLOT_READ_OK(a, r) (rd[IX(a, r)] >= 1)   /* posted with the block READs */
+#else
+#define SLOT_READ_OK(a, r) (rd[IX(a, r)] == 2)   /* L5: after this rank's block READs completed */
+#endif
+
+inline slotRead(a, r) {
+  atomic {
+    (SLOT_READ_OK(a, r) && sr[IX(a, r)] == 0 && LeaseTable[a].slot != NONE &&
+     (pull[a] == READING || pull[a] == CHECKING_SLOTS)) ->
+    if
+#ifdef WITH_FAIL
+    :: !failUsed -> failUsed = 1; sr[IX(a, r)] = SR_FAILED
+#endif
+    :: SlotPool.mem[r * NS + LeaseTable[a].slot] == LeaseTable[a].nonce -> sr[IX(a, r)] = SR_MATCH
+    :: SlotPool.mem[r * NS + LeaseTable[a].slot] != LeaseTable[a].nonce -> sr[IX(a, r)] = SR_MISMATCH
+    fi;
+    printf("@ D%d slot READ a%d: slot %d holds %d, want %d -> %d\n", r, a, LeaseTable[a].slot,
+           SlotPool.mem[r * NS + LeaseTable[a].slot], LeaseTable[a].nonce, sr[IX(a, r)])
+  }
+}
+
+proctype DRank(byte r) {
+end:
+  do
+  :: land(0, r)
+  :: land(1, r)
+  :: land(2, r)
+  :: slotRead(0, r)
+  :: slotRead(1, r)
+  :: slotRead(2, r)
+  od
+}
+
+/* ======================================================== environment ===== */
+
+#ifdef LAZY_FLOOD
+proctype Flood() {         /* other prompts take freed blocks and write their own bytes */
+end:
+  do
+  :: atomic { (BlockPool.owner[0] == NONE && BlockPool.content[0] != FLOOD) -> BlockPool.content[0] = FLOOD; printf("@ flood blk 0\n") }
+  :: atomic { (BlockPool.owner[1] == NONE && BlockPool.content[1] != FLOOD) -> BlockPool.content[1] = FLOOD; printf("@ flood blk 1\n") }
+  :: atomic { (BlockPool.owner[2] == NONE && BlockPool.content[2] != FLOOD) -> BlockPool.content[2] = FLOOD; printf("@ flood blk 2\n") }
+  od
+}
+#endif
+
+proctype Router() {        /* attempt 2 of request 0 (same id) once attempt 1's params were out or lost */
+  if
+  :: atomic { (pull[0] != 0 || dropped[0]) -> arr[1] = 1; printf("@ router: request 0 again (a1)\n") }
+  :: skip
+  fi
+}
+
+inline dropP(a) {
+  if
+  :: (LeaseTable[a].state != 0 || arr[a]) ->
+     if
+     :: (LeaseTable[a].state != 0 && LeaseTable[a].state != FREED) -> LeaseTable[a].lost = 1
+     :: else -> skip
+     fi;
+     LeaseTable[a].state = 0;
+     dropped[a] = 1
+  :: else -> skip
+  fi;
+  wpend[IX(a, 0)] = 0; wpend[IX(a, 1)] = 0;
+  cpend[IX(a, 0)] = 0; cpend[IX(a, 1)] = 0;
+  wlive[IX(a, 0)] = 0; wlive[IX(a, 1)] = 0;
+  rep[IX(a, 0)] = 0;   rep[IX(a, 1)] = 0
+#ifdef MUT_L3
+  ; zpend[IX(a, 0)] = 0; zpend[IX(a, 1)] = 0
+#endif
+}
+
+proctype Restart() {       /* P restarts once, at any time; worst case: the same memory is registered again */
+  byte i;
+  if
+  :: atomic {
+       dropP(0); dropP(1); dropP(2);
+       byId[0] = NONE; byId[1] = NONE;
+       BlockPool.owner[0] = NONE; BlockPool.owner[1] = NONE; BlockPool.owner[2] = NONE;
+       FLOOD_FREED(0); FLOOD_FREED(1); FLOOD_FREED(2);
+       SLOTS_FREE;
+       for (i : 0 .. NR * NS - 1) { SlotPool.mem[i] = 0 };  /* fresh registration */
+       i = 0;
+       NonceSource.epoch++;
+       NonceSource.seq = 0;
+       printf("@ P restart (epoch %d)\n", NonceSource.epoch)
+     }
+  :: skip
+  fi
+}
+
+/* ============================================================ properties ==== */
+/* safety (assertions above): received_own_bytes, read_into_own_dblock, notif_own_attempt,
+   no_spurious_decline.  Liveness: */
+#define SETTLED(a) (pull[a] == 0 || pull[a] == RECEIVED || pull[a] == DECLINED)
+#define QUIET (BlockPool.owner[0] == NONE && BlockPool.owner[1] == NONE && BlockPool.owner[2] == NONE && \
+               ALL_SLOTS_FREE && ALL_D_FREE && \
+               SETTLED(0) && SETTLED(1) && SETTLED(2))
+
+ltl drained { <> [] QUIET }
+
+init {
+  atomic {
+    BlockPool.owner[0] = NONE; BlockPool.owner[1] = NONE; BlockPool.owner[2] = NONE;
+    SLOTS_FREE;
+    NonceSource.epoch = 1;
+    byId[0] = NONE; byId[1] = NONE;
+    dOwner[0] = NONE;
+#if NDB > 1
+    dOwner[1] = NONE;
+#endif
+    arr[0] = 1;
+#ifdef WITH_TWO
+    arr[2] = 1;            /* request 1 arrives with request 0 */
+#endif
+    run LeaseScheduler();
+    run PRank(0);
+    run PRank(1);
+    run DReader();
+    run DRank(0);
+    run DRank(1);
+#ifdef LAZY_FLOOD
+    run Flood();
+#endif
+#ifdef WITH_REUSE
+    run Router();
+#endif
+#ifdef WITH_RESTART
+    run Restart()
+#endif
+  }
+}
