@@ -240,7 +240,8 @@ for res in "$WORK"/results/[0-9][0-9][0-9]; do
     *) failed=$((failed + 1)); sed 's/^/    /' "$res.err" 2>/dev/null | head -5 ;;
   esac
 done
-cpu="$(times | tail -n1 | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
+times >"$WORK/times"                           # no pipe: `times` in a subshell would report the subshell
+cpu="$(tail -n1 "$WORK/times" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
 echo "total $(secs "$T_ALL") s wall, ${cpu} s CPU, JOBS=$JOBS, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
