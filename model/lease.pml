@@ -19,7 +19,8 @@
  *   CFG_RESTART a0, then a1 with the same request id; 2 slots, 2 D blocks; one P restart at any moment
  *   CFG_TWO     a0 and a2 (two request ids) at once; 2 slots, 2 D blocks; one slot READ may fail
  *   CFG_SCARCE  as CFG_TWO with 1 slot and 1 D block: no lease fields, slot reuse and D block reuse
- * All three attempts in one model is too large to check in minutes (over 45 million states).
+ * All three attempts in one model is too large to check in minutes (a 5-minute bitstate run of a0+a1+a2
+ * stored 73 million states and did not finish).
  *
  * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B) each remove one rule; see README.md.
  * Other switches: -DLAZY_FLOOD (freed blocks are rewritten at any later time, instead of at once),
