@@ -51,7 +51,7 @@ public class ConsumerResource {
         double millis = (System.nanoTime() - start) / 1e6;
         int[] blocks = outcome.localBlockIds();
         long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
-        String checksum = String.format("crc32c:%08x", consumer.kvChecksum(request.requestId()));
+        String checksum = checksumText(consumer.kvChecksum(request.requestId()));
         boolean reference = consumer.matchesReference(request.requestId());
         return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
@@ -68,7 +68,7 @@ public class ConsumerResource {
         CRC32C crc = new CRC32C();
         crc.update(kv);
         consumer.finish(id);
-        return Response.ok(kv).header("X-KV-Checksum", String.format("crc32c:%08x", crc.getValue())).build();
+        return Response.ok(kv).header("X-KV-Checksum", checksumText(crc.getValue())).build();
     }
 
     @GET
@@ -87,5 +87,10 @@ public class ConsumerResource {
 
     private Consumer consumer() {
         return runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
+    }
+
+    /** One spelling of the KV checksum for the pull reply and the read-out header, so clients can compare them. */
+    private static String checksumText(long crc32c) {
+        return String.format("crc32c:%08x", crc32c);
     }
 }

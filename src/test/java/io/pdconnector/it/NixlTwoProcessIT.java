@@ -176,9 +176,9 @@ class NixlTwoProcessIT {
         PeerProcess p = peer("it-p-dereg", 4 * MIB, 8);
         assertEquals("OK", p.command("FILL 5"));
         RegisteredRegion local = region("dst", 4 * MIB);
-        String remoteName = d.loadRemoteMetadata(p.metadata);
-        PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
-        PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
+        BlockLists lists = blockLists(p, local);
+        PreparedDescriptors l = lists.local();
+        PreparedDescriptors r = lists.remote();
         assertEquals("OK", p.command("DEREGISTER"));
         String reuse = p.command("REUSE 77");
         assertTrue(reuse.startsWith("OK"), reuse);
@@ -189,8 +189,6 @@ class NixlTwoProcessIT {
                 "no byte of the exporter's later allocation reached the reader");
 
         System.out.println("READ after deregistration failed as: " + failure.getMessage());
-        d.release(r);
-        d.release(l);
     }
 
     /**
@@ -208,9 +206,9 @@ class NixlTwoProcessIT {
             Pattern.fill(channel.map(FileChannel.MapMode.READ_WRITE, 0, 4 * MIB, arena), 31);
         }
         RegisteredRegion local = region("dst", 4 * MIB);
-        String remoteName = d.loadRemoteMetadata(p.metadata);
-        PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
-        PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
+        BlockLists lists = blockLists(p, local);
+        PreparedDescriptors l = lists.local();
+        PreparedDescriptors r = lists.remote();
         int[] idx = IntStream.range(0, 64).toArray();
         awaitDone(d.postRead(l, idx, r, idx, null), true);
         assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, 4 * MIB, 31, 0), "the engine's bytes, across processes");
@@ -223,8 +221,6 @@ class NixlTwoProcessIT {
         assertEquals(0L, local.segment().get(ValueLayout.JAVA_LONG, 0), "nothing reached the reader");
 
         System.out.println("READ after deregistering a shared region failed as: " + failure.getMessage());
-        d.release(r);
-        d.release(l);
     }
 
     @Test
@@ -232,16 +228,14 @@ class NixlTwoProcessIT {
         PeerProcess p = peer("it-p-exit", 4 * MIB, 8);
         assertEquals("OK", p.command("FILL 6"));
         RegisteredRegion local = region("dst", 4 * MIB);
-        String remoteName = d.loadRemoteMetadata(p.metadata);
-        PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
-        PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
+        BlockLists lists = blockLists(p, local);
+        PreparedDescriptors l = lists.local();
+        PreparedDescriptors r = lists.remote();
         assertEquals(0, p.exit(), "the exporter released everything before exiting");
 
         TransferException failure = readExpectingFailure(l, r, 64);
 
         System.out.println("READ after exit failed as: " + failure.getMessage());
-        d.release(r);
-        d.release(l);
     }
 
     @Test
@@ -333,6 +327,19 @@ class NixlTwoProcessIT {
                 Thread.onSpinWait();
             }
         }
+    }
+
+    /** D's lists of 64 blocks of 64 KiB over {@code local} and over the peer's KV; released after the test. */
+    private BlockLists blockLists(PeerProcess p, RegisteredRegion local) {
+        String remoteName = d.loadRemoteMetadata(p.metadata);
+        PreparedDescriptors l = d.prepareLocal(DescriptorList.contiguous(local.address(), 64 * 1024, 64));
+        cleanup.add(() -> d.release(l));
+        PreparedDescriptors r = prepareRemote(remoteName, DescriptorList.contiguous(p.kvAddress, 64 * 1024, 64));
+        cleanup.add(() -> d.release(r));
+        return new BlockLists(l, r);
+    }
+
+    private record BlockLists(PreparedDescriptors local, PreparedDescriptors remote) {
     }
 
     private PeerProcess peer(String name, long kvBytes, int slots) throws Exception {

@@ -1,6 +1,5 @@
 package io.pdconnector.transfer;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -310,9 +309,5 @@ public abstract class TransferAgentContract {
         } finally {
             pool.shutdownNow();
         }
-    }
-
-    protected static void assertBytes(byte[] expected, byte[] actual) {
-        assertArrayEquals(expected, actual);
     }
 }
