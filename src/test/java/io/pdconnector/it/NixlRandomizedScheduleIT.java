@@ -17,6 +17,7 @@ import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
+import io.pdconnector.testing.ScheduleOp;
 import java.io.ByteArrayOutputStream;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -110,25 +111,20 @@ class NixlRandomizedScheduleIT {
     }
 
     private void randomOperation() {
-        int op = random.nextInt(100);
-        if (op < 20) {
-            prefill();
-        } else if (op < 40) {
-            pull();
-        } else if (op < 55) {
-            cluster.clock.advance(Duration.ofMillis(random.nextInt(12_000)));
-        } else if (op < 70) {
-            cluster.stepProducers();
-        } else if (op < 85) {
-            cluster.stepConsumers();
-        } else if (op < 92) {
-            replayNotification();
-        } else if (op < 96) {
-            chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
-        } else if (op < 98) {
-            p.submitAbort(IDS[random.nextInt(IDS.length)]);
-        } else if (!pulls.isEmpty()) {
-            d.submitAbort(List.copyOf(pulls.keySet()).get(random.nextInt(pulls.size())));
+        switch (ScheduleOp.draw(random)) {
+            case PREFILL -> prefill();
+            case PULL -> pull();
+            case ADVANCE_CLOCK -> cluster.clock.advance(Duration.ofMillis(random.nextInt(12_000)));
+            case STEP_PRODUCERS -> cluster.stepProducers();
+            case STEP_CONSUMERS -> cluster.stepConsumers();
+            case REPLAY_NOTIFICATION -> replayNotification();
+            case CHAOS_HEARTBEAT -> chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
+            case ABORT_PREFILL -> p.submitAbort(IDS[random.nextInt(IDS.length)]);
+            case ABORT_PULL -> {
+                if (!pulls.isEmpty()) {
+                    d.submitAbort(List.copyOf(pulls.keySet()).get(random.nextInt(pulls.size())));
+                }
+            }
         }
     }
 
