@@ -270,13 +270,13 @@ public final class PullScheduler implements StepWorker {
     }
 
     private int checkSlots(long now) {
-        if (checking.isEmpty()) {
-            return 0;
-        }
         int n = 0;
-        for (RemotePeer peer : peersWithChecks()) {
+        for (RemotePeer peer : peers.values()) {
             for (SlotChannel channel : peer.slotChannels()) {
-                n += SlotChecker.step(channel, checking, peer, now, config, counters);
+                // a READ whose pulls were decided early (another rank's slot READ failed) is still polled to its end
+                if (channel.inFlight() != null || !checking.isEmpty()) {
+                    n += SlotChecker.step(channel, checking, peer, now, config, counters);
+                }
             }
         }
         for (Pull pull : List.copyOf(checking)) {
@@ -287,10 +287,6 @@ public final class PullScheduler implements StepWorker {
             }
         }
         return n;
-    }
-
-    private List<RemotePeer> peersWithChecks() {
-        return checking.stream().map(Pull::peer).distinct().toList();
     }
 
     private int startQueued() {

@@ -206,6 +206,33 @@ class LeaseRulesTest {
         cluster.assertNoLeak();
     }
 
+    /** Found by replaying the model's MUT_L9 trail: the other rank's READ was never polled again. */
+    @Test
+    void L7_aSlotReadStillInFlightWhenAnotherRanksFailedIsPolledToItsEnd() {
+        LeaseScheduler p = producer(2);
+        PullScheduler d = decoder(2);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.gates.close();
+        cluster.engine.gates.permit("block", "p-p0");
+        cluster.engine.gates.permit("block", "p-p1");
+        CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
+        cluster.stepConsumers();
+        cluster.stepConsumers();
+        assertEquals(2, d.snapshot().slotReadsInFlight(), "both slot READs posted, neither landed");
+
+        cluster.engine.gates.permit("slot", "p-p0");
+        cluster.engine.gates.failNext("slot", "p-p0");
+        cluster.stepConsumers();
+        assertDeclined(pull.join(), "slot_read_failed");
+        assertEquals(1, d.snapshot().slotReadsInFlight(), "rank 1's slot READ is still in flight");
+
+        cluster.engine.gates.open();
+        cluster.stepConsumers();
+        assertEquals(0, d.snapshot().slotReadsInFlight(), "and is polled to its end though no pull waits for it");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
     @Test
     void L7_recomputePolicyRecomputesAfterAFailedCheck() {
         LeaseScheduler p = producer(1);

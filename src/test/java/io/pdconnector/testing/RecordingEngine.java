@@ -17,12 +17,15 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiConsumer;
 
 /**
  * Loopback with a log of what every agent did, and faults a test can switch on: a refused region
- * registration, slot READs that fail, READs that stay in flight. READs are classified as "slot" or
- * "block" by whether their remote memory is a lease slot array.
+ * registration, slot READs that fail, READs that stay in flight, and {@link Gates} that hold READs
+ * and notifications until a trail replay lets them through. READs are classified as "slot" or
+ * "block" by whether their remote memory is a lease slot array; a READ released before it was
+ * terminal is logged as "cancel".
  */
 public final class RecordingEngine implements TransferEngine {
 
@@ -33,6 +36,8 @@ public final class RecordingEngine implements TransferEngine {
     public volatile int holdPolls;
     public volatile String holdKind = "none";
     public volatile String holdRemoteAgent;
+    /** When READs land and D's notifications arrive, for trail replays; open (no effect) by default. */
+    public final Gates gates = new Gates();
 
     private final TransferEngine delegate;
     private final List<String> created = Collections.synchronizedList(new ArrayList<>());
@@ -103,6 +108,8 @@ public final class RecordingEngine implements TransferEngine {
         private final TransferAgent inner;
         private final Map<PreparedDescriptors, String> kinds = Collections.synchronizedMap(new IdentityHashMap<>());
         private final Map<ReadRequest, String> reads = Collections.synchronizedMap(new IdentityHashMap<>());
+        private final Set<ReadRequest> terminal = Collections.newSetFromMap(
+                Collections.synchronizedMap(new IdentityHashMap<>()));
 
         Agent(TransferAgent inner) {
             this.inner = inner;
@@ -161,31 +168,58 @@ public final class RecordingEngine implements TransferEngine {
         @Override
         public TransferStatus status(ReadRequest request) {
             String kind = reads.get(request);
+            String route = kind + " " + name() + "->" + request.remoteAgent();
             if (kind.equals(holdKind) && holdPolls > 0
                     && (holdRemoteAgent == null || holdRemoteAgent.equals(request.remoteAgent()))) {
                 holdPolls--;
-                events.add("status " + kind + " " + name() + "->" + request.remoteAgent() + " IN_PROGRESS");
+                events.add("status " + route + " IN_PROGRESS");
                 return TransferStatus.IN_PROGRESS;
             }
-            if (kind.equals("slot") && failSlotReads) {
-                events.add("status slot " + name() + "->" + request.remoteAgent() + " FAILED");
+            if (!gates.letThrough(kind, request.remoteAgent())) {
+                return TransferStatus.IN_PROGRESS;
+            }
+            if (kind.equals("slot") && failSlotReads || gates.takeFailure(kind, request.remoteAgent())) {
+                events.add("status " + route + " FAILED");
+                terminal.add(request);
                 throw TransferException.of("status", NativeStatus.BACKEND.code(), "injected");
             }
-            TransferStatus s = inner.status(request);
-            events.add("status " + kind + " " + name() + "->" + request.remoteAgent() + " " + s);
+            TransferStatus s;
+            try {
+                s = inner.status(request);
+            } catch (TransferException e) {
+                events.add("status " + route + " FAILED");
+                terminal.add(request);
+                throw e;
+            }
+            events.add("status " + route + " " + s);
+            if (s == TransferStatus.DONE) {
+                terminal.add(request);
+            }
             return s;
         }
 
         @Override
         public void release(ReadRequest request) {
-            reads.remove(request);
+            String kind = reads.remove(request);
+            if (!terminal.remove(request)) {
+                events.add("cancel " + kind + " " + name() + "->" + request.remoteAgent());
+            }
             inner.release(request);
         }
 
         @Override
         public void sendNotification(String remoteAgent, byte[] message) {
+            String text = new String(message, StandardCharsets.UTF_8);
+            if (gates.hold(name(), remoteAgent, text, () -> send(remoteAgent, message, text))) {
+                events.add("held " + name() + "->" + remoteAgent + " " + text);
+                return;
+            }
+            send(remoteAgent, message, text);
+        }
+
+        private void send(String remoteAgent, byte[] message, String text) {
             inner.sendNotification(remoteAgent, message);
-            events.add("notify " + name() + "->" + remoteAgent + " " + new String(message, StandardCharsets.UTF_8));
+            events.add("notify " + name() + "->" + remoteAgent + " " + text);
         }
 
         @Override

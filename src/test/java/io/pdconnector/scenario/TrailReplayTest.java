@@ -1,0 +1,60 @@
+package io.pdconnector.scenario;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.testing.Trail;
+import io.pdconnector.testing.TrailReplay;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The model checker's counterexamples as regression schedules: each trail in
+ * {@code model/trails/} (a schedule that breaks the protocol once one rule L1-L9 is removed) is
+ * replayed against the Java loops, which keep every rule, and the model's properties must hold
+ * (see {@link TrailReplay}). Regenerating the trails ({@code bash model/check.sh}) updates this
+ * test; a trail event the replay does not know fails it.
+ */
+class TrailReplayTest {
+
+    private static final Path TRAILS = Path.of("model", "trails");
+    /** What Java did at each model event, for reading next to the trail. */
+    private static final Path TRANSCRIPTS = Path.of("target", "trail-replays");
+
+    static Stream<Path> trails() throws IOException {
+        try (Stream<Path> files = Files.list(TRAILS)) {
+            return files.filter(f -> f.getFileName().toString().matches("MUT_.*\\.txt")).sorted().toList().stream();
+        }
+    }
+
+    @Test
+    void thereIsATrailForEveryRuleTheModelShowsNecessary() throws IOException {
+        List<String> names = trails().map(f -> f.getFileName().toString()).toList();
+        for (String rule : List.of("L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "L9")) {
+            assertTrue(names.stream().anyMatch(n -> n.startsWith("MUT_" + rule)), "no trail for " + rule + ": "
+                    + names);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("trails")
+    void theJavaLoopsKeepTheModelsPropertiesOnTheTrailsSchedule(Path file) throws IOException {
+        Trail trail = Trail.read(file);
+        try (TrailReplay replay = new TrailReplay(trail)) {
+            try {
+                replay.run();
+            } finally {
+                Files.createDirectories(TRANSCRIPTS);
+                Files.writeString(TRANSCRIPTS.resolve(trail.name() + ".txt"), replay.transcript() + "\n");
+            }
+            assertFalse(replay.outcomes().isEmpty(), "the trail pulled something");
+            System.out.println(trail.name() + " (" + trail.configuration() + "): " + replay.outcomes());
+        }
+    }
+}

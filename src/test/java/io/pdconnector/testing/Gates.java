@@ -1,0 +1,103 @@
+package io.pdconnector.testing;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
+
+/**
+ * Lets a test decide when things happen on the loopback engine, as a model-checker trail does:
+ * while closed, a READ stays in flight (loopback copies only when it is polled through) until the
+ * test grants a permit for its kind and remote agent, and notifications sent by agents whose name
+ * starts with a held prefix wait until the test delivers them. Used from the test thread only.
+ */
+public final class Gates {
+
+    /** A notification that was sent but has not reached its receiver yet. */
+    public record Held(String from, String to, String text, Runnable send) {
+    }
+
+    private boolean closed;
+    private String heldPrefix;
+    private final Map<String, Integer> permits = new HashMap<>();
+    private final Set<String> failures = new HashSet<>();
+    private final List<Held> held = new ArrayList<>();
+
+    /** From now on READs wait for permits; notifications pass. */
+    public void close() {
+        close(null);
+    }
+
+    /** From now on READs wait for permits, and notifications from agents named {@code prefix}* wait. */
+    public void close(String prefix) {
+        closed = true;
+        heldPrefix = prefix;
+    }
+
+    /** Everything passes again; what is held stays held until delivered or discarded. */
+    public void open() {
+        closed = false;
+        heldPrefix = null;
+    }
+
+    /** One READ of {@code kind} ("block" or "slot") from {@code remoteAgent} may land at its next poll. */
+    public void permit(String kind, String remoteAgent) {
+        permits.merge(key(kind, remoteAgent), 1, Integer::sum);
+    }
+
+    /** The next READ of {@code kind} from {@code remoteAgent} that is let through fails instead. */
+    public void failNext(String kind, String remoteAgent) {
+        failures.add(key(kind, remoteAgent));
+    }
+
+    boolean letThrough(String kind, String remoteAgent) {
+        if (!closed) {
+            return true;
+        }
+        String k = key(kind, remoteAgent);
+        int left = permits.getOrDefault(k, 0);
+        if (left == 0) {
+            return false;
+        }
+        permits.put(k, left - 1);
+        return true;
+    }
+
+    boolean takeFailure(String kind, String remoteAgent) {
+        return failures.remove(key(kind, remoteAgent));
+    }
+
+    boolean hold(String from, String to, String text, Runnable send) {
+        if (heldPrefix == null || !from.startsWith(heldPrefix)) {
+            return false;
+        }
+        held.add(new Held(from, to, text, send));
+        return true;
+    }
+
+    /** Delivers, in the order sent, every held notification that {@code which} accepts; returns how many. */
+    public int deliver(Predicate<Held> which) {
+        List<Held> due = held.stream().filter(which).toList();
+        held.removeAll(due);
+        due.forEach(h -> h.send().run());
+        return due.size();
+    }
+
+    /** Drops held notifications whose receiver is gone (a restarted process's inbox died with it). */
+    public int discard(Predicate<Held> which) {
+        List<Held> gone = held.stream().filter(which).toList();
+        held.removeAll(gone);
+        return gone.size();
+    }
+
+    public List<Held> held() {
+        return List.copyOf(held);
+    }
+
+    private static String key(String kind, String remoteAgent) {
+        return kind + " " + remoteAgent;
+    }
+}

@@ -1,0 +1,38 @@
+package io.pdconnector.testing;
+
+import io.pdconnector.lease.Lease;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.producer.KvTransferParams;
+import java.util.HashSet;
+import java.util.Set;
+
+/** One attempt of a trail (a0, a1, a2) as the replay knows it on the Java side. */
+final class ReplayAttempt {
+
+    final int index;
+    final String requestId;
+    final int[] tokens;
+    KvTransferParams params;
+    /** Expired, aborted or dropped by a restart: from then on a decline is legitimate. */
+    boolean lost;
+    boolean duplicated;
+    final Set<Integer> deliveredTo = new HashSet<>();
+    ReplayPull pull;
+
+    ReplayAttempt(int index, String requestId, int[] tokens) {
+        this.index = index;
+        this.requestId = requestId;
+        this.tokens = tokens;
+    }
+
+    /** This attempt's lease on {@code p}, or null: the id's lease counts only if it has this nonce. */
+    Lease lease(LeaseScheduler p) {
+        Lease l = p.lease(requestId);
+        return l != null && params != null && params.hasLease() && l.nonce() == params.remoteLeaseNonce() ? l : null;
+    }
+
+    @Override
+    public String toString() {
+        return "a" + index;
+    }
+}

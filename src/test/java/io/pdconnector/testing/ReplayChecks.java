@@ -1,0 +1,110 @@
+package io.pdconnector.testing;
+
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.lease.Lease;
+import io.pdconnector.lease.LeaseState;
+
+/**
+ * The lease model's properties, checked on the Java loops during a {@link TrailReplay}:
+ * <ul>
+ * <li>received_own_bytes: a RECEIVED pull holds exactly its own prompt's KV, when decided and
+ *     again when its KV is finished with (so a READ that landed after the decision is seen);</li>
+ * <li>read_into_own_dblock: no pull is decided by the slot check while one of its block READs is
+ *     still in flight (L9: the READ would land in blocks D may already have given away);</li>
+ * <li>notif_own_attempt: a lease is released only by its own pull's notifications, its expiry,
+ *     an abort or a restart, never by another attempt's notification;</li>
+ * <li>no_spurious_decline: lease_mismatch only for a lease that was lost, transfer_failed only
+ *     across a restart, slot_read_failed only after an injected slot READ failure, no_lease only
+ *     without lease fields.</li>
+ * </ul>
+ * Drained (nothing held once traffic stops) is {@link Cluster#assertNoLeak} at the end.
+ */
+final class ReplayChecks {
+
+    private final TrailReplay replay;
+    int injectedSlotFailures;
+
+    ReplayChecks(TrailReplay replay) {
+        this.replay = replay;
+    }
+
+    void afterEvent() {
+        for (ReplayPull run : replay.pulls) {
+            if (run.decided() && !run.checked) {
+                run.checked = true;
+                run.outcome = run.future.join();
+                replay.log.add("  Java: " + run);
+                checkDecision(run);
+            }
+            if (run.checked && run.finishWhenDecided && !run.finished) {
+                finish(run);
+            }
+        }
+    }
+
+    void atEnd() {
+        for (ReplayPull run : replay.pulls) {
+            if (run.outcome.state() == PullState.RECEIVED && !run.finished) {
+                finish(run);
+            }
+        }
+    }
+
+    private void checkDecision(ReplayPull run) {
+        PullOutcome o = run.outcome;
+        ReplayAttempt at = run.attempt;
+        if (o.state() == PullState.RECEIVED) {
+            replay.require(!run.cancelledReadsWhenDecided, run.pullId + " was RECEIVED while a block READ was still"
+                    + " in flight (read_into_own_dblock, L9)");
+            requireOwnBytes(run, "when decided");
+            return;
+        }
+        replay.require(o.state() == PullState.DECLINED, run.pullId + " ended " + o.state());
+        switch (o.reason()) {
+            case LEASE_MISMATCH -> replay.require(at.lost, run.pullId + " was declined lease_mismatch though " + at
+                    + "'s lease was never lost (no_spurious_decline)");
+            case SLOT_READ_FAILED -> replay.require(injectedSlotFailures > 0, run.pullId + " was declined"
+                    + " slot_read_failed without a failed slot READ");
+            case NO_LEASE -> replay.require(!at.params.hasLease(), run.pullId + " was declined no_lease with lease"
+                    + " fields");
+            case TRANSFER_FAILED -> replay.require(at.lost, run.pullId + " was declined transfer_failed without a"
+                    + " restart");
+            case TIMEOUT, ABORTED -> replay.require(false, run.pullId + " was declined " + o.reason().wire()
+                    + ", which no trail event causes");
+        }
+        if (o.reason().leaseCheckFailure() && o.reason() != io.pdconnector.consumer.DeclineReason.NO_LEASE) {
+            replay.require(!run.cancelledReadsWhenDecided, run.pullId + " was decided by its slot check while a"
+                    + " block READ was still in flight (L9)");
+        }
+    }
+
+    private void finish(ReplayPull run) {
+        if (run.outcome.state() == PullState.RECEIVED) {
+            requireOwnBytes(run, "when its KV was finished with");
+            replay.awaitD(replay.d.submitFinish(run.pullId));
+        }
+        run.finished = true;
+    }
+
+    private void requireOwnBytes(ReplayPull run, String when) {
+        replay.require(replay.awaitD(replay.d.submitMatchesReference(run.pullId)), run.pullId + " is RECEIVED but"
+                + " does not hold " + run.attempt + "'s KV " + when + " (received_own_bytes)");
+    }
+
+    /** notif_own_attempt, after every producer step. */
+    void afterProducerStep() {
+        for (ReplayAttempt at : replay.attempts) {
+            if (at == null || at.params == null || !at.params.hasLease() || at.lost) {
+                continue;
+            }
+            Lease lease = at.lease(replay.p);
+            int own = at.deliveredTo.size();
+            boolean released = lease == null || lease.state() != LeaseState.EXPORTED;
+            replay.require(!released || own > 0 && (lease != null || own == TrailReplay.TP), at + "'s lease was"
+                    + " released (" + (lease == null ? "freed" : lease.state()) + ") though it neither expired nor"
+                    + " was aborted, and its own pull notified " + own + " rank(s): another attempt's notification"
+                    + " released it (notif_own_attempt)");
+        }
+    }
+}

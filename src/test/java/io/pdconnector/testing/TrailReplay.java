@@ -1,0 +1,368 @@
+package io.pdconnector.testing;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.lease.Lease;
+import io.pdconnector.lease.LeaseScheduler;
+import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.ProducerConfig;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Replays a model-checker trail ({@link Trail}) against the Java loops on loopback, as a
+ * regression schedule. The trail was found against a model with one rule removed; the replay
+ * keeps the trail's environment (when prefills and pulls arrive, when each rank's READ and slot
+ * READ lands, when a lease expires, when notifications and heartbeats arrive, a restart, a flood
+ * of freed blocks) and lets the Java code do its own protocol steps, then checks the model's
+ * properties ({@link ReplayChecks}). Events that are a protocol step in the model (slot writes,
+ * clears, exports, D's decision) become a step of that side's loop.
+ *
+ * <p>Where Java differs from the model's worst case the replay says so in its log: READs of a
+ * restarted producer fail (its memory is retired), so a pull in flight across the restart is
+ * retried by the router with the same params against the new incarnation, which is where the
+ * model's in-flight pull reads; a reused request id that Java still holds is aborted by the
+ * router before the retry (Java refuses it otherwise).
+ */
+public final class TrailReplay implements AutoCloseable {
+
+    static final int P_BLOCKS = 3;
+    /** P ranks = D ranks, as in the model. */
+    static final int TP = 2;
+    static final int TOKENS = Cluster.SMALL.blockTokens();
+    private static final int STEP_BOUND = 10;
+
+    final Cluster cluster = new Cluster();
+    final List<String> log = new ArrayList<>();
+    final ReplayAttempt[] attempts = new ReplayAttempt[3];
+    final List<ReplayPull> pulls = new ArrayList<>();
+    private final Trail trail;
+    private final ReplayChecks checks;
+    private final ProducerConfig producerConfig;
+    LeaseScheduler p;
+    PullScheduler d;
+    private RawPeer chaos;
+    private int floods;
+    private int chaosPeers;
+    private int transfersLogged;
+    private int dSteps;
+
+    public TrailReplay(Trail trail) {
+        this.trail = trail;
+        this.checks = new ReplayChecks(this);
+        this.producerConfig = cluster.producerConfig("p").withTp(TP).withBlocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2);
+        p = cluster.producer(producerConfig);
+        d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.FAIL).withTp(TP)
+                .withBlocks(trail.scarce() ? 1 : 2).withTimeout(Duration.ofMinutes(30)));
+    }
+
+    /** The trail, then every gate opened until all is decided, then nothing may be left held. */
+    public void run() {
+        cluster.engine.gates.close("d-");
+        for (Trail.Event e : trail.events()) {
+            log.add("model: " + e);
+            apply(e);
+            logTransfers();
+            checks.afterEvent();
+        }
+        drain();
+        logTransfers();
+    }
+
+    private void apply(Trail.Event e) {
+        switch (e.kind()) {
+            case SCHEDULE -> schedule(attempt(e.attempt(), e.number("req")));
+            case EXPORT -> require(attempts[e.attempt()].params != null, "the trail exports a" + e.attempt()
+                    + " but Java has not exported it");
+            case WRITE_SLOT, CLEAR_SLOT, LATE_ZERO, SLOT_BACK_EARLY, ABORT_REUSED -> stepP();
+            case EXPIRE -> expire(attempts[e.attempt()]);
+            case FREE -> free(attempts[e.attempt()]);
+            case FLOOD -> flood(null);
+            case HEARTBEAT -> heartbeat("r" + e.number("req"));
+            case NOTIFICATION_COUNTED, NOTIFICATION_IGNORED -> deliverRead(attempts[e.attempt()], e.rank());
+            case NOTIFICATION_DUPLICATED -> attempts[e.attempt()].duplicated = true;
+            case RESTART -> restart();
+            case ROUTER_AGAIN -> log.add("  (the retry is prefilled at its schedule event)");
+            case NOTIFY -> log.add("  (Java notifies when it decides; held until a delivery event)");
+            case PULL_START -> startPull(attempts[e.attempt()], "pull-a" + e.attempt());
+            case READ_LANDS -> land("block", e.rank());
+            case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
+            case DECIDE -> stepDUntil(() -> attempts[e.attempt()].pull.decided(), 3);
+            case DECODE_DONE -> attempts[e.attempt()].pull.finishWhenDecided = true;
+        }
+    }
+
+    private ReplayAttempt attempt(int a, int req) {
+        if (attempts[a] == null) {
+            attempts[a] = new ReplayAttempt(a, "r" + req, Cluster.prompt(10 + a, TOKENS));
+        }
+        return attempts[a];
+    }
+
+    private void schedule(ReplayAttempt at) {
+        cluster.clock.advance(Duration.ofSeconds(1));
+        if (p.lease(at.requestId) != null) {
+            log.add("  Java still holds " + at.requestId + " and would refuse the retry: the router aborts it");
+            p.submitAbort(at.requestId);
+            markLost(at.requestId);
+            stepPUntil(() -> p.lease(at.requestId) == null);
+        }
+        CompletableFuture<KvTransferParams> f = p.submitPrefill(at.requestId, at.tokens);
+        stepP();
+        require(f.isDone() && !f.isCompletedExceptionally(), "the prefill of a" + at.index + " was not exported: "
+                + f);
+        at.params = f.join();
+        log.add("  Java: a" + at.index + " blocks " + java.util.Arrays.toString(at.params.blockIds()) + " slot "
+                + at.params.remoteLeaseSlot() + " nonce " + at.params.remoteLeaseNonce());
+    }
+
+    /** The lease clock runs out: the clock moves to its expiry, unless another lease would lapse with it. */
+    private void expire(ReplayAttempt at) {
+        Lease lease = at.lease(p);
+        if (lease == null || !lease.isLive(cluster.clock.millis())) {
+            log.add("  Java: a" + at.index + " is not live, nothing expires");
+            stepP();
+            return;
+        }
+        if (otherLeaseLapsesBy(at, lease.expiresAtMillis())) {
+            log.add("  another lease would lapse first: a" + at.index + " is aborted instead (the same release)");
+            p.submitAbort(at.requestId);
+        } else {
+            cluster.clock.advance(Duration.ofMillis(Math.max(0, lease.expiresAtMillis() - cluster.clock.millis())));
+        }
+        at.lost = true;
+        stepP();
+    }
+
+    private boolean otherLeaseLapsesBy(ReplayAttempt at, long when) {
+        for (ReplayAttempt other : attempts) {
+            Lease l = other == null || other == at ? null : other.lease(p);
+            if (l != null && l.isLive(cluster.clock.millis()) && l.expiresAtMillis() <= when) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The model floods a freed block at once: here another prompt is prefilled into it and aborted. */
+    private void free(ReplayAttempt at) {
+        stepPUntil(() -> at.lease(p) == null);
+        require(at.lease(p) == null, "the trail frees a" + at.index + " here; Java still holds it: "
+                + p.snapshot());
+        flood(at.params.blockIds());
+    }
+
+    private void flood(int[] freed) {
+        String id = "flood" + floods;
+        CompletableFuture<KvTransferParams> f = p.submitPrefill(id, Cluster.prompt(100 + floods++, TOKENS));
+        stepP();
+        require(f.isDone() && !f.isCompletedExceptionally(), "the flood prefill failed: " + f);
+        if (freed != null) {
+            assertArrayEquals(freed, f.join().blockIds(), "the flood reuses the freed blocks (LIFO pool)");
+        }
+        log.add("  Java: " + id + " wrote blocks " + java.util.Arrays.toString(f.join().blockIds()));
+        p.submitAbort(id);
+        stepPUntil(() -> p.lease(id) == null);
+    }
+
+    /** D's held heartbeats for {@code requestId}, or one sent now if D has none in flight. */
+    private void heartbeat(String requestId) {
+        int n = cluster.engine.gates.deliver(h -> h.text().startsWith("HB:")
+                && List.of(h.text().substring(3).split(",")).contains(requestId));
+        if (n == 0) {
+            chaos().send(0, "HB:" + requestId);
+        }
+        log.add("  heartbeat for " + requestId + " delivered (" + Math.max(n, 1) + " message(s))");
+        stepP();
+    }
+
+    /** D's read notification of {@code at} to P rank {@code rank}; a second delivery is a duplicate. */
+    private void deliverRead(ReplayAttempt at, int rank) {
+        String prefix = at.requestId + ":";
+        String nonce = ":" + at.params.remoteLeaseNonce();
+        int n = cluster.engine.gates.deliver(h -> h.to().equals("p-p" + rank) && h.text().startsWith(prefix)
+                && h.text().endsWith(nonce));
+        if (n == 0 && at.duplicated && at.deliveredTo.contains(rank)) {
+            chaos().send(rank, at.requestId + ":1" + nonce);
+            n = 1;
+        }
+        if (n == 0) {
+            log.add("  Java has not notified a" + at.index + " to rank " + rank + " yet (it notifies after the"
+                    + " slot check): delivered at the end");
+        } else {
+            at.deliveredTo.add(rank);
+        }
+        stepP();
+    }
+
+    /**
+     * P's process ends: leases, slots and blocks go with it, and so does its inbox. Its successor
+     * has the next epoch. A pull in flight is retried by the router against the new incarnation.
+     */
+    private void restart() {
+        cluster.stop(p);
+        cluster.engine.gates.discard(h -> h.to().startsWith("p-p"));
+        for (ReplayAttempt at : attempts) {
+            if (at != null) {
+                at.lost = true;
+            }
+        }
+        p = cluster.producer(producerConfig);
+        chaos = null;
+        for (ReplayPull run : List.copyOf(pulls)) {
+            if (!run.decided() && run.attempt.pull == run) {
+                log.add("  pull of a" + run.attempt.index + " was in flight: retried with the same params");
+                startPull(run.attempt, run.pullId + "-retry");
+            }
+        }
+    }
+
+    private void startPull(ReplayAttempt at, String pullId) {
+        require(at.params != null, "the trail pulls a" + at.index + " which Java never exported");
+        ReplayPull run = new ReplayPull(at, pullId, d.submitPull(pullId, at.tokens, at.params));
+        at.pull = run;
+        pulls.add(run);
+        stepD();
+    }
+
+    private void land(String kind, int rank) {
+        cluster.engine.gates.permit(kind, "p-p" + rank);
+        stepD();
+    }
+
+    private void slotRead(int rank, boolean fails) {
+        if (fails) {
+            checks.injectedSlotFailures++;
+            cluster.engine.gates.failNext("slot", "p-p" + rank);
+        }
+        land("slot", rank);
+    }
+
+    /** Every gate open and every held notification delivered, until every pull is decided. */
+    private void drain() {
+        log.add("end of trail: every READ may land, every notification arrives");
+        cluster.engine.gates.open();
+        for (int i = 0; i < 4 * STEP_BOUND && !pulls.stream().allMatch(ReplayPull::decided); i++) {
+            deliverAllHeld();
+            stepP();
+            stepD();
+        }
+        assertTrue(pulls.stream().allMatch(ReplayPull::decided), "every pull is decided once its READs land: "
+                + pulls);
+        checks.afterEvent();
+        checks.atEnd();
+        deliverAllHeld();
+        stepP();
+        stepP();
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    /** What landed, failed, was cancelled or reached P since the last event, from the engine's log. */
+    private void logTransfers() {
+        List<String> events = cluster.engine.events;
+        synchronized (events) {
+            for (; transfersLogged < events.size(); transfersLogged++) {
+                String t = events.get(transfersLogged);
+                if (t.matches("status \\S+ \\S+ (DONE|FAILED)") || t.startsWith("cancel ") || t.startsWith("notify ")) {
+                    log.add("  loopback: " + t);
+                }
+            }
+        }
+    }
+
+    /** Every held notification, noting which attempt's read notifications reached which rank. */
+    private void deliverAllHeld() {
+        cluster.engine.gates.deliver(h -> {
+            for (ReplayAttempt at : attempts) {
+                if (at != null && at.params != null && at.params.hasLease() && h.text().startsWith(at.requestId + ":")
+                        && h.text().endsWith(":" + at.params.remoteLeaseNonce())) {
+                    at.deliveredTo.add(Integer.parseInt(h.to().substring("p-p".length())));
+                }
+            }
+            return true;
+        });
+    }
+
+    void stepP() {
+        cluster.stepProducers();
+        checks.afterProducerStep();
+    }
+
+    void stepD() {
+        long cancels = cluster.engine.count("cancel block");
+        cluster.stepConsumers();
+        dSteps++;
+        boolean cancelled = cluster.engine.count("cancel block") > cancels;
+        for (ReplayPull run : pulls) {
+            if (run.decidedAtStep < 0 && run.future.isDone()) {
+                run.decidedAtStep = dSteps;
+                run.cancelledReadsWhenDecided = cancelled;
+            }
+        }
+    }
+
+    private void stepPUntil(BooleanSupplier done) {
+        for (int i = 0; i < STEP_BOUND && !done.getAsBoolean(); i++) {
+            stepP();
+        }
+    }
+
+    private void stepDUntil(BooleanSupplier done, int bound) {
+        for (int i = 0; i < bound && !done.getAsBoolean(); i++) {
+            stepD();
+        }
+    }
+
+    /** D's answer to a command, stepping only D. */
+    <T> T awaitD(CompletableFuture<T> reply) {
+        stepDUntil(reply::isDone, STEP_BOUND);
+        require(reply.isDone(), "D did not answer within " + STEP_BOUND + " steps");
+        return reply.join();
+    }
+
+    private void markLost(String requestId) {
+        for (ReplayAttempt at : attempts) {
+            if (at != null && at.requestId.equals(requestId)) {
+                at.lost = true;
+            }
+        }
+    }
+
+    private RawPeer chaos() {
+        if (chaos == null) {
+            chaos = cluster.rawPeer("chaos" + chaosPeers++, "p");
+        }
+        return chaos;
+    }
+
+    void require(boolean ok, String why) {
+        if (!ok) {
+            fail(trail.name() + ": " + why + "\n" + String.join("\n", log));
+        }
+    }
+
+    /** The replay's log: each model event and what Java did with it. */
+    public String transcript() {
+        return String.join("\n", log);
+    }
+
+    public List<String> outcomes() {
+        return pulls.stream().map(r -> r.pullId + " " + (r.outcome == null ? "undecided"
+                : r.outcome.state() == PullState.DECLINED ? r.outcome.reason().wire() : r.outcome.state().name()))
+                .toList();
+    }
+
+    @Override
+    public void close() {
+        cluster.close();
+    }
+}
