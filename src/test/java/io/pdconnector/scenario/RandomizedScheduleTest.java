@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Thousands of seeded random interleavings of prefills, pulls (fresh and stale), heartbeats,
  * lapses, block and id reuse, duplicate and late notifications and aborts, on small pools so that
  * reuse is constant. Invariant: a pull is RECEIVED only with exactly the reference KV of its
- * prompt, and in the end nothing is held.
+ * prompt, and in the end nothing is held. The schedules the model checker found against each
+ * rule's removal are replayed step by step, with the same checks, by {@link TrailReplayTest}.
  */
 class RandomizedScheduleTest {
 

@@ -211,7 +211,7 @@ public final class TrailReplay implements AutoCloseable {
         cluster.stop(p);
         cluster.engine.gates.discard(h -> h.to().startsWith("p-p"));
         for (ReplayAttempt at : attempts) {
-            if (at != null) {
+            if (at != null && at.params != null) {
                 at.lost = true;
             }
         }
@@ -329,9 +329,10 @@ public final class TrailReplay implements AutoCloseable {
         return reply.join();
     }
 
+    /** Every exported attempt of {@code requestId} (the one being scheduled has no params yet). */
     private void markLost(String requestId) {
         for (ReplayAttempt at : attempts) {
-            if (at != null && at.requestId.equals(requestId)) {
+            if (at != null && at.params != null && at.requestId.equals(requestId)) {
                 at.lost = true;
             }
         }
