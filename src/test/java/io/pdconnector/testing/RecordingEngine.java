@@ -43,6 +43,7 @@ public final class RecordingEngine implements TransferEngine {
     private final List<String> created = Collections.synchronizedList(new ArrayList<>());
     private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
     private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
+    private final Map<String, RegisteredRegion> regions = Collections.synchronizedMap(new java.util.HashMap<>());
 
     /** Records a loopback engine. */
     public RecordingEngine() {
@@ -97,6 +98,11 @@ public final class RecordingEngine implements TransferEngine {
         }
     }
 
+    /** The region {@code agent} registered under {@code label} and has not deregistered, if any. */
+    public java.util.Optional<RegisteredRegion> region(String agent, String label) {
+        return java.util.Optional.ofNullable(regions.get(agent + "/" + label));
+    }
+
     private boolean isSlotMemory(DescriptorList list) {
         long a = list.address(0);
         synchronized (slotRanges) {
@@ -124,13 +130,16 @@ public final class RecordingEngine implements TransferEngine {
             if (label.equals("lease-slots")) {
                 slotRanges.add(new long[] {r.address(), r.address() + r.length()});
             }
+            regions.put(name() + "/" + label, r);
             return r;
         }
 
         @Override
         public RegisteredRegion allocateShared(String label, Path file, long bytes) {
             refuse(label);
-            return inner.allocateShared(label, file, bytes);
+            RegisteredRegion r = inner.allocateShared(label, file, bytes);
+            regions.put(name() + "/" + label, r);
+            return r;
         }
 
         private void refuse(String label) {
@@ -139,7 +148,11 @@ public final class RecordingEngine implements TransferEngine {
             }
         }
 
-        @Override public void deregister(RegisteredRegion region) { inner.deregister(region); }
+        @Override
+        public void deregister(RegisteredRegion region) {
+            regions.values().remove(region);
+            inner.deregister(region);
+        }
         @Override public byte[] localMetadata() { return inner.localMetadata(); }
         @Override public String loadRemoteMetadata(byte[] metadata) { return inner.loadRemoteMetadata(metadata); }
         @Override public void invalidateRemote(String remoteAgent) { inner.invalidateRemote(remoteAgent); }

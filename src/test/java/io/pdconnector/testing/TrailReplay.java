@@ -1,6 +1,5 @@
 package io.pdconnector.testing;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -21,8 +20,8 @@ import java.util.function.BooleanSupplier;
  * Replays a model-checker trail ({@link Trail}) against the Java loops on loopback, as a
  * regression schedule. The trail was found against a model with one rule removed; the replay
  * keeps the trail's environment (when prefills and pulls arrive, when each rank's READ and slot
- * READ lands, when a lease expires, when notifications and heartbeats arrive, a restart, a flood
- * of freed blocks) and lets the Java code do its own protocol steps, then checks the model's
+ * READ lands, when a lease expires, when notifications and heartbeats arrive, a restart, the
+ * flood that overwrites freed blocks) and lets the Java code do its own protocol steps, then checks the model's
  * properties ({@link ReplayChecks}). Events that are a protocol step in the model (slot writes,
  * clears, exports, D's decision) become a step of that side's loop.
  *
@@ -39,6 +38,8 @@ public final class TrailReplay implements AutoCloseable {
     static final int TP = 2;
     static final int TOKENS = Cluster.SMALL.blockTokens();
     private static final int STEP_BOUND = 10;
+    /** The model's flood value: bytes of some other prompt. */
+    private static final byte FLOOD = 9;
 
     final Cluster cluster = new Cluster();
     final List<String> log = new ArrayList<>();
@@ -50,7 +51,6 @@ public final class TrailReplay implements AutoCloseable {
     LeaseScheduler p;
     PullScheduler d;
     private RawPeer chaos;
-    private int floods;
     private int chaosPeers;
     private int transfersLogged;
     private int dSteps;
@@ -85,7 +85,7 @@ public final class TrailReplay implements AutoCloseable {
             case WRITE_SLOT, CLEAR_SLOT, LATE_ZERO, SLOT_BACK_EARLY, ABORT_REUSED -> stepP();
             case EXPIRE -> expire(attempts[e.attempt()]);
             case FREE -> free(attempts[e.attempt()]);
-            case FLOOD -> flood(null);
+            case FLOOD -> flood(freeBlocks());
             case HEARTBEAT -> heartbeat("r" + e.number("req"));
             case NOTIFICATION_COUNTED, NOTIFICATION_IGNORED -> deliverRead(attempts[e.attempt()], e.rank());
             case NOTIFICATION_DUPLICATED -> attempts[e.attempt()].duplicated = true;
@@ -152,7 +152,7 @@ public final class TrailReplay implements AutoCloseable {
         return false;
     }
 
-    /** The model floods a freed block at once: here another prompt is prefilled into it and aborted. */
+    /** The model floods a freed block at once (another prompt's KV): here it is overwritten in place. */
     private void free(ReplayAttempt at) {
         stepPUntil(() -> at.lease(p) == null);
         require(at.lease(p) == null, "the trail frees a" + at.index + " here; Java still holds it: "
@@ -160,17 +160,31 @@ public final class TrailReplay implements AutoCloseable {
         flood(at.params.blockIds());
     }
 
-    private void flood(int[] freed) {
-        String id = "flood" + floods;
-        CompletableFuture<KvTransferParams> f = p.submitPrefill(id, Cluster.prompt(100 + floods++, TOKENS));
-        stepP();
-        require(f.isDone() && !f.isCompletedExceptionally(), "the flood prefill failed: " + f);
-        if (freed != null) {
-            assertArrayEquals(freed, f.join().blockIds(), "the flood reuses the freed blocks (LIFO pool)");
+    /**
+     * Writes flood bytes into P blocks on every rank, straight into the registered memory and
+     * without a producer step, as the model's flood is part of the free (or a lazy flood's own event).
+     */
+    private void flood(int[] blocks) {
+        long blockBytes = Cluster.SMALL.blockBytes(TP);
+        for (int r = 0; r < TP; r++) {
+            var kv = cluster.engine.region("p-p" + r, "kv").orElseThrow().segment();
+            for (int b : blocks) {
+                kv.asSlice(b * blockBytes, blockBytes).fill(FLOOD);
+            }
         }
-        log.add("  Java: " + id + " wrote blocks " + java.util.Arrays.toString(f.join().blockIds()));
-        p.submitAbort(id);
-        stepPUntil(() -> p.lease(id) == null);
+        log.add("  flooded P blocks " + java.util.Arrays.toString(blocks));
+    }
+
+    /** The blocks no attempt's lease holds (a lazy flood may overwrite any of them). */
+    private int[] freeBlocks() {
+        java.util.Set<Integer> held = new java.util.HashSet<>();
+        for (ReplayAttempt at : attempts) {
+            Lease l = at == null ? null : p.lease(at.requestId);
+            if (l != null) {
+                java.util.Arrays.stream(l.blockIds()).forEach(held::add);
+            }
+        }
+        return java.util.stream.IntStream.range(0, P_BLOCKS).filter(b -> !held.contains(b)).toArray();
     }
 
     /** D's held heartbeats for {@code requestId}, or one sent now if D has none in flight. */
