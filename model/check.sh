@@ -114,7 +114,7 @@ MUTATIONS=(
   "L1|safety|-DMUT_L1|CFG_RESTART|no epoch: the nonce sequence restarts with P, so nonces repeat"
   "L2|safety|-DMUT_L2|CFG_REUSE|a request can finish and export its lease before its slot is written on every rank"
   "L2B|safety|-DMUT_L2B|CFG_REUSE|within a step a worker applies slot writes before slot clears"
-  "L2B_L4|safety|-DMUT_L2B -DMUT_L4|CFG_REUSE|L2b and L4 removed together"
+  "L2B_L4|safety|-DMUT_L2B -DMUT_L4|CFG_SCARCE|L2b and L4 removed together"
   "L3|safety|-DMUT_L3|CFG_REUSE|a rank reports finished-sending first and zeroes its slot later"
   "L4|safety|-DMUT_L4|CFG_SCARCE|the slot returns to the pool when the release starts, before every rank reported finished-sending"
   "L5|safety|-DMUT_L5|CFG_REUSE|the slot READ is posted with the block READs and can complete before them"

@@ -6,6 +6,10 @@
  * reaper, heartbeats, finished-sending collection), PRank(r) (P worker rank r: applies the step's slot
  * writes/clears, counts notifications), DReader (D's pull loop: start, decide, notify), DRank(r) (D rank r:
  * block READs and slot READ from P rank r), Router (request-id reuse), Restart (one P restart).
+ * Request-id reuse as in LeaseScheduler.schedule: P refuses an id while its previous lease is in the table
+ * (any state before FREED), so a1 waits until a0 is FREED or dropped by a restart (the router retrying).
+ * An abort does what expiry does, and a prefill's lease can be aborted only once exported, where it may
+ * already expire at any moment: aborts are not modelled separately.
  * No clocks: an EXPORTED lease may expire at any moment; a heartbeat only matters through rule L8.
  *
  * Attempts: a0 = request 0 attempt 1, a1 = request 0 attempt 2 (same id), a2 = request 1 attempt 1.
@@ -14,13 +18,14 @@
  * 1 block per request, 1 heartbeat per pull, notifications late and in any order.
  *
  * Configurations (one per run; together they are the full check):
- *   CFG_REUSE   (default) a0, then a1 with the same request id; 2 slots, 2 D blocks; one notification
- *               may be duplicated; one slot READ may fail
- *   CFG_RESTART a0, then a1 with the same request id; 2 slots, 2 D blocks; one P restart at any moment
+ *   CFG_REUSE   (default) a0, then a1 with the same request id (once a0 is freed); 2 slots, 2 D blocks;
+ *               one notification may be duplicated; one slot READ may fail
+ *   CFG_RESTART a0, then a1 with the same request id (once a0 is freed or dropped); 2 slots, 2 D blocks;
+ *               one P restart at any moment
  *   CFG_TWO     a0 and a2 (two request ids) at once; 2 slots, 2 D blocks; one slot READ may fail
  *   CFG_SCARCE  as CFG_TWO with 1 slot and 1 D block: no lease fields, slot reuse and D block reuse
- * All three attempts in one model is too large to check in minutes (a 5-minute bitstate run of a0+a1+a2
- * stored 73 million states and did not finish).
+ * All three attempts in one model is too large to check in minutes (an exhaustive run of a0+a1+a2 stored
+ * 33 million states in 5.5 minutes and did not finish).
  *
  * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B) each remove one rule; see README.md.
  * Other switches: -DLAZY_FLOOD (freed blocks are rewritten at any later time, instead of at once),
@@ -84,7 +89,7 @@ typedef LeaseT {
   byte  slot;              /* lease fields exported in kv_transfer_params (NONE = no lease fields) */
   byte  nonce;
   byte  blk;
-  bit   lost               /* ended by expiry, abort or restart: a decline is then legitimate */
+  bit   lost               /* ended by expiry (an abort is one) or restart: a decline is then legitimate */
 };
 
 #if NS > 1
@@ -111,7 +116,7 @@ byte         byId[2];      /* LeaseTable index by request id: the id's latest at
 
 /* per (attempt, P rank): the step's slot ops and the worker's view */
 bit wpend[NA * NR];        /* slot write (nonce) pending on the worker */
-bit cpend[NA * NR];        /* slot clear (expiry / abort) pending on the worker */
+bit cpend[NA * NR];        /* slot clear (expiry) pending on the worker */
 bit wlive[NA * NR];        /* the worker holds the lease: its slot written, not yet zeroed */
 bit rep[NA * NR];          /* finished-sending reported, not yet collected by the scheduler */
 #ifdef MUT_L3
@@ -162,24 +167,22 @@ bit   notified[NA];
 #define FLOOD_FREED(b) BlockPool.content[b] = FLOOD
 #endif
 
-inline releaseLease(l) {   /* expiry or abort: the step tells every rank to clear the slot */
+inline releaseLease(l) {   /* expiry (an abort does the same): the step tells every rank to clear the slot */
   LeaseTable[l].lost = 1;
   LeaseTable[l].state = RELEASING;
   cpend[IX(l, 0)] = 1;
   cpend[IX(l, 1)] = 1
 }
 
+/* request-id reuse: P refuses an id whose previous attempt still holds a lease (any state before FREED;
+   a restart drops the table), so the attempt waits here: the router retrying later */
+#define ID_FREE(a) (byId[REQ(a)] == NONE || LeaseTable[byId[REQ(a)]].state == 0 || \
+                    LeaseTable[byId[REQ(a)]].state == FREED)
+
 inline schedule(a) {
   d_step {
-    (arr[a] && !dropped[a] && LeaseTable[a].state == 0 &&
+    (arr[a] && !dropped[a] && LeaseTable[a].state == 0 && ID_FREE(a) &&
      (BlockPool.owner[0] == NONE || BlockPool.owner[1] == NONE || BlockPool.owner[2] == NONE)) ->
-    /* request-id reuse while the previous attempt's lease is still held: abort that lease */
-    if
-    :: (byId[REQ(a)] != NONE && LeaseTable[byId[REQ(a)]].state == EXPORTED) ->
-       printf("@ P abort a%d (request id reused)\n", byId[REQ(a)]);
-       releaseLease(byId[REQ(a)])
-    :: else -> skip
-    fi;
     /* BlockPool: lowest free block */
     if
     :: BlockPool.owner[0] == NONE -> LeaseTable[a].blk = 0
@@ -539,7 +542,7 @@ inline decide(a) {
        :: else ->
           why[a] = lease_mismatch;
           printf("@ D decide a%d DECLINED lease_mismatch\n", a);
-          /* property no_spurious_decline: a lease that was not expired, aborted or lost is not declined */
+          /* property no_spurious_decline: a lease that did not expire and was not lost is not declined */
 #ifndef NO_SPURIOUS_CHECK
           assert(LeaseTable[a].lost)
 #else
@@ -664,7 +667,8 @@ end:
 }
 #endif
 
-proctype Router() {        /* attempt 2 of request 0 (same id) once attempt 1's params were out or lost */
+proctype Router() {        /* attempt 2 of request 0 (same id) once attempt 1's params were out or lost;
+                              P schedules it only once attempt 1's lease is freed or dropped (ID_FREE) */
   if
   :: atomic { (pull[0] != 0 || dropped[0]) -> arr[1] = 1; printf("@ router: request 0 again (a1)\n") }
   :: skip
