@@ -151,6 +151,7 @@ public final class RecordingEngine implements TransferEngine {
         @Override
         public void deregister(RegisteredRegion region) {
             regions.values().remove(region);
+            slotRanges.removeIf(r -> r[0] == region.address() && r[1] == region.address() + region.length());
             inner.deregister(region);
         }
         @Override public byte[] localMetadata() { return inner.localMetadata(); }

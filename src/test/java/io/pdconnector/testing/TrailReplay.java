@@ -214,6 +214,8 @@ public final class TrailReplay implements AutoCloseable {
         } else {
             at.deliveredTo.add(rank);
         }
+        // the model's event includes the zeroing and the report: Java counts in one step, clears in the next
+        stepP();
         stepP();
     }
 
