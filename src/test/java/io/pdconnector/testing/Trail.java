@@ -23,7 +23,6 @@ public record Trail(String name, String configuration, String violated, List<Eve
         WRITE_SLOT("P(?<r>\\d) write slot of a(?<a>\\d)"),
         EXPORT("P export a(?<a>\\d)"),
         EXPIRE("P expire a(?<a>\\d)"),
-        ABORT_REUSED("P abort a(?<a>\\d) \\(request id reused\\)"),
         CLEAR_SLOT("P(?<r>\\d) clear slot of a(?<a>\\d), finished-sending"),
         LATE_ZERO("P(?<r>\\d) zero slot of a(?<a>\\d) \\(late\\)"),
         FREE("P free a(?<a>\\d) \\(blk \\d+, slot \\d+\\)"),

@@ -82,7 +82,7 @@ public final class TrailReplay implements AutoCloseable {
             case SCHEDULE -> schedule(attempt(e.attempt(), e.number("req")));
             case EXPORT -> require(attempts[e.attempt()].params != null, "the trail exports a" + e.attempt()
                     + " but Java has not exported it");
-            case WRITE_SLOT, CLEAR_SLOT, LATE_ZERO, SLOT_BACK_EARLY, ABORT_REUSED -> stepP();
+            case WRITE_SLOT, CLEAR_SLOT, LATE_ZERO, SLOT_BACK_EARLY -> stepP();
             case EXPIRE -> expire(attempts[e.attempt()]);
             case FREE -> free(attempts[e.attempt()]);
             case FLOOD -> flood(freeBlocks());

@@ -1,0 +1,45 @@
+package io.pdconnector.testing;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class TrailTest {
+
+    private static final String HEADER = "# configuration: CFG_REUSE    violated: received_own_bytes, assert !(bad[0])";
+
+    @Test
+    void eventsAreParsedWithTheNumbersTheyName() {
+        Trail t = Trail.parse("MUT_X", List.of("# MUT_X: something", HEADER,
+                "   14  DRank           D1 READ a0 lands: P blk 0 holds 1, into dblk 0",
+                "   16  DRank           D1 slot READ a2: slot 0 holds 5, want 5 -> 3",
+                "       spin: lease.pml:528, Error: assertion violated"));
+
+        assertEquals("CFG_REUSE", t.configuration());
+        assertEquals(2, t.events().size(), "the spin message is not an event");
+        Trail.Event land = t.events().getFirst();
+        assertEquals(Trail.Kind.READ_LANDS, land.kind());
+        assertEquals(1, land.rank());
+        assertEquals(0, land.attempt());
+        Trail.Event slot = t.events().get(1);
+        assertEquals(2, slot.attempt());
+        assertEquals(3, slot.number("result"));
+    }
+
+    @Test
+    void anEventTheReplayDoesNotKnowFailsTheParse() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Trail.parse("MUT_X",
+                List.of(HEADER, "   20  LeaseScheduler  P teleports a0")));
+        assertTrue(e.getMessage().contains("unknown model event 'P teleports a0'"), e.getMessage());
+    }
+
+    @Test
+    void aFileWithoutHeaderOrEventsIsNotATrail() {
+        assertThrows(IllegalArgumentException.class, () -> Trail.parse("MUT_X", List.of(HEADER)));
+        assertThrows(IllegalArgumentException.class, () -> Trail.parse("MUT_X",
+                List.of("    9  LeaseScheduler  P export a0")));
+    }
+}
