@@ -10,6 +10,7 @@ import java.util.List;
  * L5: one slot READ per remote rank per step, shared by every pull on that rank whose block READs
  * have all completed, posted as a separate transfer after them. It is spun on, bounded, in the same
  * step; if still in flight it is polled again in the next, and no new one is posted meanwhile.
+ * Every READ is polled until it ends (or times out), whether or not a pull still waits for it.
  */
 final class SlotChecker {
 
@@ -33,8 +34,9 @@ final class SlotChecker {
                 return 1;
             }
         }
-        spin(channel, now, config, counters);
-        return 1;
+        boolean awaited = channel.inFlight().pulls().stream().anyMatch(p -> p.state() == PullState.CHECKING_SLOTS);
+        boolean ended = spin(channel, awaited ? config.slotReadSpins() : 1, now, config, counters);
+        return awaited || ended ? 1 : 0;
     }
 
     private static boolean post(SlotChannel channel, List<Pull> batch, long now, ConsumerCounters counters) {
@@ -56,24 +58,32 @@ final class SlotChecker {
         }
     }
 
-    private static void spin(SlotChannel channel, long now, ConsumerConfig config, ConsumerCounters counters) {
+    /**
+     * Polls up to {@code spins} times; true once the READ ended (delivered or failed). A READ no
+     * pull waits for any more (its pulls were decided when another rank's slot READ failed) is
+     * polled once a step, so it neither spins nor keeps the loop busy, until it ends or times out.
+     */
+    private static boolean spin(SlotChannel channel, int spins, long now, ConsumerConfig config,
+            ConsumerCounters counters) {
         SlotRead read = channel.inFlight();
-        for (int i = 0; i < config.slotReadSpins(); i++) {
+        for (int i = 0; i < spins; i++) {
             counters.slotReadPolls.incrementAndGet();
             try {
                 if (channel.reader().agent().status(read.request()) == TransferStatus.DONE) {
                     deliver(channel, read);
-                    return;
+                    return true;
                 }
             } catch (TransferException e) {
                 fail(channel, read);
-                return;
+                return true;
             }
             Thread.onSpinWait();
         }
         if (now - read.postedAtMillis() >= config.pullTimeout().toMillis()) {
             fail(channel, read);
+            return true;
         }
+        return false;
     }
 
     private static void deliver(SlotChannel channel, SlotRead read) {

@@ -225,6 +225,9 @@ class LeaseRulesTest {
         cluster.stepConsumers();
         assertDeclined(pull.join(), "slot_read_failed");
         assertEquals(1, d.snapshot().slotReadsInFlight(), "rank 1's slot READ is still in flight");
+        long polls = d.counters().slotReadPolls.get();
+        assertEquals(0, d.doWork(), "a slot READ no pull waits for does not keep the loop busy");
+        assertEquals(polls + 1, d.counters().slotReadPolls.get(), "it is polled once a step, not spun on");
 
         cluster.engine.gates.open();
         cluster.stepConsumers();
