@@ -14,9 +14,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiConsumer;
 
@@ -43,7 +45,7 @@ public final class RecordingEngine implements TransferEngine {
     private final List<String> created = Collections.synchronizedList(new ArrayList<>());
     private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
     private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
-    private final Map<String, RegisteredRegion> regions = Collections.synchronizedMap(new java.util.HashMap<>());
+    private final Map<String, RegisteredRegion> regions = Collections.synchronizedMap(new HashMap<>());
 
     /** Records a loopback engine. */
     public RecordingEngine() {
@@ -99,8 +101,8 @@ public final class RecordingEngine implements TransferEngine {
     }
 
     /** The region {@code agent} registered under {@code label} and has not deregistered, if any. */
-    public java.util.Optional<RegisteredRegion> region(String agent, String label) {
-        return java.util.Optional.ofNullable(regions.get(agent + "/" + label));
+    public Optional<RegisteredRegion> region(String agent, String label) {
+        return Optional.ofNullable(regions.get(agent + "/" + label));
     }
 
     private boolean isSlotMemory(DescriptorList list) {

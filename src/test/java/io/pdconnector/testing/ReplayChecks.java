@@ -1,5 +1,6 @@
 package io.pdconnector.testing;
 
+import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.lease.Lease;
@@ -73,7 +74,7 @@ final class ReplayChecks {
             case TIMEOUT, ABORTED -> replay.require(false, run.pullId + " was declined " + o.reason().wire()
                     + ", which no trail event causes");
         }
-        if (o.reason().leaseCheckFailure() && o.reason() != io.pdconnector.consumer.DeclineReason.NO_LEASE) {
+        if (o.reason().leaseCheckFailure() && o.reason() != DeclineReason.NO_LEASE) {
             replay.require(!run.cancelledReadsWhenDecided, run.pullId + " was decided by its slot check while a"
                     + " block READ was still in flight (L9)");
         }

@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -123,7 +124,7 @@ public record Trail(String name, String configuration, String violated, List<Eve
         for (Kind kind : Kind.values()) {
             Matcher k = kind.pattern.matcher(text);
             if (k.matches()) {
-                Map<String, String> fields = new java.util.HashMap<>();
+                Map<String, String> fields = new HashMap<>();
                 k.namedGroups().keySet().forEach(g -> fields.put(g, k.group(g)));
                 return new Event(Integer.parseInt(m.group(1)), m.group(2), kind, Map.copyOf(fields), text);
             }

@@ -12,9 +12,13 @@ import io.pdconnector.producer.KvTransferParams;
 import io.pdconnector.producer.ProducerConfig;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
 
 /**
  * Replays a model-checker trail ({@link Trail}) against the Java loops on loopback, as a
@@ -120,7 +124,7 @@ public final class TrailReplay implements AutoCloseable {
         require(f.isDone() && !f.isCompletedExceptionally(), "the prefill of a" + at.index + " was not exported: "
                 + f);
         at.params = f.join();
-        log.add("  Java: a" + at.index + " blocks " + java.util.Arrays.toString(at.params.blockIds()) + " slot "
+        log.add("  Java: a" + at.index + " blocks " + Arrays.toString(at.params.blockIds()) + " slot "
                 + at.params.remoteLeaseSlot() + " nonce " + at.params.remoteLeaseNonce());
     }
 
@@ -172,19 +176,19 @@ public final class TrailReplay implements AutoCloseable {
                 kv.asSlice(b * blockBytes, blockBytes).fill(FLOOD);
             }
         }
-        log.add("  flooded P blocks " + java.util.Arrays.toString(blocks));
+        log.add("  flooded P blocks " + Arrays.toString(blocks));
     }
 
     /** The blocks no attempt's lease holds (a lazy flood may overwrite any of them). */
     private int[] freeBlocks() {
-        java.util.Set<Integer> held = new java.util.HashSet<>();
+        Set<Integer> held = new HashSet<>();
         for (ReplayAttempt at : attempts) {
             Lease l = at == null ? null : p.lease(at.requestId);
             if (l != null) {
-                java.util.Arrays.stream(l.blockIds()).forEach(held::add);
+                Arrays.stream(l.blockIds()).forEach(held::add);
             }
         }
-        return java.util.stream.IntStream.range(0, P_BLOCKS).filter(b -> !held.contains(b)).toArray();
+        return IntStream.range(0, P_BLOCKS).filter(b -> !held.contains(b)).toArray();
     }
 
     /** D's held heartbeats for {@code requestId}, or one sent now if D has none in flight. */
