@@ -132,8 +132,12 @@ start=$(date +%s)
 base=$work/base
 mkdir -p "$base"
 echo "copying $root (tracked and untracked files, and target/) to $base"
-(cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) \
-  | tar -C "$base" -xf -
+if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+  (cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) \
+    | tar -C "$base" -xf -
+else  # a source tree without git (an unpacked archive): everything but build output and caches
+  (cd "$root" && tar --exclude=./target --exclude=./.cache --exclude=./.mvn/wrapper/dists -cf - .) | tar -C "$base" -xf -
+fi
 if [ -d "$root/target" ]; then
   (cd "$root" && tar -cf - --exclude=target/quarkus-app --exclude=target/it-state --exclude=target/it-logs \
       --exclude='target/pd-*' --exclude='target/*.jar' --exclude=target/surefire-reports \
