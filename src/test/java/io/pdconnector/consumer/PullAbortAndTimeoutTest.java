@@ -49,8 +49,7 @@ class PullAbortAndTimeoutTest {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTimeout(Duration.ofSeconds(10)));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.holdKind = "block";
-        cluster.engine.holdPolls = Integer.MAX_VALUE;
+        cluster.engine.gates.close();
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.steps(3);
         assertFalse(pull.isDone());
@@ -60,7 +59,7 @@ class PullAbortAndTimeoutTest {
 
         assertDeclined(pull.join(), "timeout");
         assertEquals(0, d.counters().leaseCheckFailures.get(), "a timeout is not a lease check failure");
-        cluster.engine.holdPolls = 0;
+        cluster.engine.gates.open();
         cluster.lapseAll();
         cluster.assertNoLeak();
     }

@@ -30,8 +30,7 @@ class PullStatusTest {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTimeout(Duration.ofSeconds(20)));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
-        cluster.engine.holdKind = "block";
-        cluster.engine.holdPolls = Integer.MAX_VALUE;
+        cluster.engine.gates.close();
         var pull = d.submitPull("a", tokens, a);
         cluster.steps(2);
         cluster.clock.advance(Duration.ofSeconds(5));
@@ -43,7 +42,7 @@ class PullStatusTest {
         assertEquals(15_000L, reading.deadlineInMillis());
         assertEquals(3, reading.localBlocks().length);
 
-        cluster.engine.holdPolls = 0;
+        cluster.engine.gates.open();
         PullOutcome outcome = cluster.await(pull);
         PullStatus received = cluster.await(d.submitStatus("a"));
         assertEquals(PullState.RECEIVED, received.state());

@@ -196,7 +196,7 @@ class LeaseRulesTest {
         LeaseScheduler p = producer(1);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.failSlotReads = true;
+        cluster.engine.gates.failNext("slot", "p-p0");
 
         assertDeclined(cluster.pull(d, "a", promptA, a), "slot_read_failed");
 
@@ -241,7 +241,7 @@ class LeaseRulesTest {
         LeaseScheduler p = producer(1);
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.failSlotReads = true;
+        cluster.engine.gates.failNext("slot", "p-p0");
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
 
@@ -335,9 +335,8 @@ class LeaseRulesTest {
         LeaseScheduler p = producer(2);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.holdKind = "block";
-        cluster.engine.holdRemoteAgent = "p-p1";
-        cluster.engine.holdPolls = 5;
+        cluster.engine.gates.close();
+        cluster.engine.gates.permit("block", "p-p0");
 
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.steps(5);
@@ -345,6 +344,7 @@ class LeaseRulesTest {
         assertFalse(pull.isDone());
         assertEquals(1, cluster.engine.count("status block d-d0->p-p0 DONE"), "rank 0's READ is done");
         assertEquals(0, cluster.engine.count("post slot"), "no slot READ while rank 1's READ is in flight");
+        cluster.engine.gates.open();
         assertEquals(PullState.RECEIVED, cluster.await(pull).state());
         assertTrue(cluster.matches(d, "a"));
         cluster.finish(d, "a");

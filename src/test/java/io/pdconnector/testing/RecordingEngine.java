@@ -24,8 +24,8 @@ import java.util.function.BiConsumer;
 
 /**
  * Loopback with a log of what every agent did, and faults a test can switch on: a refused region
- * registration, slot READs that fail, READs that stay in flight, and {@link Gates} that hold READs
- * and notifications until a trail replay lets them through. READs are classified as "slot" or
+ * registration, and {@link Gates} that keep READs in flight, fail them, and hold notifications
+ * until the test lets them through. READs are classified as "slot" or
  * "block" by whether their remote memory is a lease slot array; a READ released before it was
  * terminal is logged as "cancel".
  */
@@ -33,12 +33,7 @@ public final class RecordingEngine implements TransferEngine {
 
     public final List<String> events = Collections.synchronizedList(new ArrayList<>());
     public volatile String refuseRegionLabel;
-    public volatile boolean failSlotReads;
-    /** READs of this kind stay IN_PROGRESS while this is positive; each poll counts it down. */
-    public volatile int holdPolls;
-    public volatile String holdKind = "none";
-    public volatile String holdRemoteAgent;
-    /** When READs land and D's notifications arrive, for trail replays; open (no effect) by default. */
+    /** When READs land, which fail, and when D's notifications arrive; open (no effect) by default. */
     public final Gates gates = new Gates();
 
     private final TransferEngine delegate;
@@ -185,16 +180,10 @@ public final class RecordingEngine implements TransferEngine {
         public TransferStatus status(ReadRequest request) {
             String kind = reads.get(request);
             String route = kind + " " + name() + "->" + request.remoteAgent();
-            if (kind.equals(holdKind) && holdPolls > 0
-                    && (holdRemoteAgent == null || holdRemoteAgent.equals(request.remoteAgent()))) {
-                holdPolls--;
-                events.add("status " + route + " IN_PROGRESS");
-                return TransferStatus.IN_PROGRESS;
-            }
             if (!gates.letThrough(kind, request.remoteAgent())) {
                 return TransferStatus.IN_PROGRESS;
             }
-            if (kind.equals("slot") && failSlotReads || gates.takeFailure(kind, request.remoteAgent())) {
+            if (gates.takeFailure(kind, request.remoteAgent())) {
                 events.add("status " + route + " FAILED");
                 terminal.add(request);
                 throw TransferException.of("status", NativeStatus.BACKEND.code(), "injected");
