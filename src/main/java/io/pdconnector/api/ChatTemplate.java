@@ -1,5 +1,6 @@
 package io.pdconnector.api;
 
+import io.pdconnector.error.InvalidInputException;
 import java.util.List;
 import java.util.Map;
 
@@ -35,13 +36,13 @@ final class ChatTemplate {
             StringBuilder joined = new StringBuilder();
             for (Object part : parts) {
                 if (!(part instanceof Map<?, ?> p) || !"text".equals(p.get("type")) || !(p.get("text") instanceof String t)) {
-                    throw new IllegalArgumentException("messages[" + index
+                    throw InvalidInputException.of("messages[" + index
                             + "].content parts must be {\"type\": \"text\", \"text\": \"...\"}");
                 }
                 joined.append(joined.isEmpty() ? "" : "\n").append(t);
             }
             return joined.toString();
         }
-        throw new IllegalArgumentException("messages[" + index + "].content must be a string or a list of text parts");
+        throw InvalidInputException.of("messages[" + index + "].content must be a string or a list of text parts");
     }
 }

@@ -1,5 +1,6 @@
 package io.pdconnector.api;
 
+import io.pdconnector.error.InvalidInputException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -18,15 +19,15 @@ final class CompletionPrompt {
             return PromptInput.tokens(text, null);
         }
         if (!(prompt instanceof List<?> list)) {
-            throw new IllegalArgumentException("prompt must be a string or a list of token ids");
+            throw InvalidInputException.of("prompt must be a string or a list of token ids");
         }
         if (list.isEmpty()) {
-            throw new IllegalArgumentException("prompt is an empty list");
+            throw InvalidInputException.of("prompt is an empty list");
         }
         Object first = list.getFirst();
         if (first instanceof String || first instanceof List<?>) {
             if (list.size() > 1) {
-                throw new IllegalArgumentException("batched prompts are not supported: send one prompt per request, got "
+                throw InvalidInputException.of("batched prompts are not supported: send one prompt per request, got "
                         + list.size());
             }
             return tokens(first);
@@ -39,7 +40,7 @@ final class CompletionPrompt {
         for (Object o : list) {
             if (!(o instanceof Number n) || n.doubleValue() != Math.rint(n.doubleValue())
                     || n.longValue() < Integer.MIN_VALUE || n.longValue() > Integer.MAX_VALUE) {
-                throw new IllegalArgumentException("prompt token ids must be integers, got " + o);
+                throw InvalidInputException.of("prompt token ids must be integers, got " + o);
             }
             ids.add(n.intValue());
         }

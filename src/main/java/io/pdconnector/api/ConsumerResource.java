@@ -1,9 +1,9 @@
 package io.pdconnector.api;
 
-import io.pdconnector.consumer.Consumer;
+import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.controlplane.PeerDirectory;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -42,7 +42,7 @@ public class ConsumerResource {
     @Path("/pull")
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
     public PullResponse pull(@Valid @NotNull PullRequest request) {
-        Consumer consumer = consumer();
+        ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         peers.ensure(params); // a first contact's handshake is not part of pull_ms; the pull's own ensure is a lookup
@@ -63,7 +63,7 @@ public class ConsumerResource {
     @Produces(MediaType.APPLICATION_OCTET_STREAM)
     @Operation(summary = "The pulled KV bytes (per block, each rank's slice in rank order); then releases D's blocks")
     public Response readKv(@PathParam("id") String id) {
-        Consumer consumer = consumer();
+        ConsumerFacade consumer = consumer();
         byte[] kv = consumer.readKv(id);
         CRC32C crc = new CRC32C();
         crc.update(kv);
@@ -85,7 +85,7 @@ public class ConsumerResource {
         consumer().abort(id);
     }
 
-    private Consumer consumer() {
+    private ConsumerFacade consumer() {
         return runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
     }
 

@@ -1,6 +1,6 @@
 package io.pdconnector.api;
 
-import io.pdconnector.controlplane.HandshakeMetadata;
+import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;

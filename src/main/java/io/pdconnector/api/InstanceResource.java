@@ -1,8 +1,8 @@
 package io.pdconnector.api;
 
 import io.pdconnector.config.PdConfig;
-import io.pdconnector.lease.LoopGauges;
-import io.pdconnector.lease.StepLoop;
+import io.pdconnector.loop.LoopGauges;
+import io.pdconnector.loop.StepLoop;
 import io.pdconnector.runtime.ConnectorRuntime;
 import io.pdconnector.transfer.TransferEngine;
 import jakarta.ws.rs.GET;

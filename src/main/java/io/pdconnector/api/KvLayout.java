@@ -1,7 +1,7 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.pdconnector.engine.ModelGeometry;
+import io.pdconnector.kv.ModelGeometry;
 
 /**
  * How an engine lays out the KV it writes, in words and numbers: each rank's file holds its blocks

@@ -1,7 +1,7 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.pdconnector.lease.LeaseStatus;
+import io.pdconnector.producer.LeaseStatus;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;

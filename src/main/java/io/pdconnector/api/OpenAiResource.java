@@ -1,7 +1,8 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.pdconnector.lease.RequestIds;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.protocol.RequestIds;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -76,7 +77,7 @@ public class OpenAiResource {
             return UUID.randomUUID().toString();
         }
         if (!RequestIds.isValid(header)) {
-            throw new IllegalArgumentException(REQUEST_ID_HEADER + " must be 1.." + RequestIds.MAX_LENGTH
+            throw InvalidInputException.of(REQUEST_ID_HEADER + " must be 1.." + RequestIds.MAX_LENGTH
                     + " printable characters without ':' or ',' (it travels inside NIXL notifications)");
         }
         return header;

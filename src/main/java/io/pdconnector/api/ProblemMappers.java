@@ -1,13 +1,12 @@
 package io.pdconnector.api;
 
-import io.pdconnector.controlplane.IncompatiblePeerException;
-import io.pdconnector.controlplane.PeerUnreachableException;
-import io.pdconnector.lease.Deadlines;
-import io.pdconnector.lease.RequestStateException;
-import io.pdconnector.lease.SchedulerBusyException;
-import io.pdconnector.lease.UnknownRequestException;
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.ProducerCapacityException;
+import io.pdconnector.error.IncompatiblePeerException;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.PdException;
+import io.pdconnector.error.PeerFailureException;
+import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UnavailableException;
+import io.pdconnector.error.UnknownRequestException;
 import jakarta.validation.ConstraintViolationException;
 import jakarta.ws.rs.WebApplicationException;
 import jakarta.ws.rs.core.Response;
@@ -29,21 +28,19 @@ public class ProblemMappers {
         return respond(e.problem(), uri);
     }
 
+    /** The one mapping of the domain's failures: the category decides the status, the exception the reason. */
     @ServerExceptionMapper
-    public Response unknownRequest(UnknownRequestException e, UriInfo uri) {
-        return respond(Problem.of(404, "unknown-request", "Unknown request", e.getMessage())
-                .forRequest(e.requestId()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response wrongState(RequestStateException e, UriInfo uri) {
-        return respond(Problem.of(409, "wrong-state", "Request in the wrong state", e.getMessage())
-                .forRequest(e.requestId()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response invalidParams(InvalidKvTransferParamsException e, UriInfo uri) {
-        return respond(Problem.of(400, "invalid-kv-transfer-params", "Invalid kv_transfer_params", e.getMessage()), uri);
+    public Response domain(PdException e, UriInfo uri) {
+        Problem p = switch (e) {
+            case InvalidInputException i -> Problem.of(400, i.reason(), "Invalid request", i.getMessage());
+            case UnknownRequestException u -> Problem.of(404, u.reason(), "Unknown request", u.getMessage());
+            case StateConflictException s -> Problem.of(409, s.reason(), "Request in the wrong state", s.getMessage());
+            case IncompatiblePeerException i -> Problem.of(422, i.reason(), "Incompatible peer", i.getMessage());
+            case PeerFailureException f -> Problem.of(502, f.reason(), "Peer unreachable", f.getMessage());
+            case UnavailableException u -> Problem.of(503, u.reason(), "Unavailable", u.getMessage());
+        };
+        Problem located = e.requestId() == null ? p : p.forRequest(e.requestId());
+        return e instanceof UnavailableException ? retryLater(located, uri) : respond(located, uri);
     }
 
     @ServerExceptionMapper
@@ -58,36 +55,6 @@ public class ProblemMappers {
     }
 
     @ServerExceptionMapper
-    public Response badArgument(IllegalArgumentException e, UriInfo uri) {
-        return respond(Problem.of(400, "invalid-argument", "Invalid request", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response incompatiblePeer(IncompatiblePeerException e, UriInfo uri) {
-        return respond(Problem.of(422, "incompatible-peer", "Incompatible peer", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response unreachablePeer(PeerUnreachableException e, UriInfo uri) {
-        return respond(Problem.of(502, "peer-unreachable", "Peer unreachable", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response capacity(ProducerCapacityException e, UriInfo uri) {
-        return retryLater(Problem.of(503, "no-free-blocks", "Out of KV blocks", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response busy(SchedulerBusyException e, UriInfo uri) {
-        return retryLater(Problem.of(503, "queue-full", "Busy", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
-    public Response deadline(Deadlines.StepLoopTimeoutException e, UriInfo uri) {
-        return retryLater(Problem.of(503, "deadline-exceeded", "No answer in time", e.getMessage()), uri);
-    }
-
-    @ServerExceptionMapper
     public Response web(WebApplicationException e, UriInfo uri) {
         int status = e.getResponse().getStatus();
         String reason = status == 400 ? "malformed-request" : status == 404 ? "not-found"
@@ -99,8 +66,8 @@ public class ProblemMappers {
     @ServerExceptionMapper(priority = 10_000)
     public Response unexpected(RuntimeException e, UriInfo uri) {
         LOG.error("unexpected failure serving " + uri.getPath(), e);
-        return respond(Problem.of(500, "internal-error", "Internal error", e.getClass().getSimpleName() + ": "
-                + e.getMessage()), uri);
+        return respond(Problem.of(500, "internal-error", "Internal error",
+                "the service failed unexpectedly; the log has the details"), uri);
     }
 
     private static Response retryLater(Problem p, UriInfo uri) {

@@ -1,8 +1,8 @@
 package io.pdconnector.api;
 
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.producer.Producer;
+import io.pdconnector.producer.ProducerFacade;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -43,7 +43,7 @@ public class ProducerResource {
     @Path("/prefill")
     @Operation(summary = "Prefill with the reference engine and return kv_transfer_params to forward to D")
     public PrefillResponse prefill(@Valid @NotNull PrefillRequest request) {
-        Producer producer = producer();
+        ProducerFacade producer = producer();
         requireRemoteDecode(request.kvTransferParams());
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         KvTransferParams params = producer.prefill(request.requestId(), tokens);
@@ -55,7 +55,7 @@ public class ProducerResource {
     @Operation(summary = "Reserve blocks, a lease slot and a nonce for an engine that writes the KV itself; "
             + "201 with the block ids, each rank's KV file and the layout")
     public Response reserve(@Valid @NotNull ReserveRequest request, @Context UriInfo uri) {
-        Producer producer = producer();
+        ProducerFacade producer = producer();
         requireRemoteDecode(request.kvTransferParams());
         var reservation = producer.reserve(request.requestId(), request.numTokens());
         return Response.created(uri.getAbsolutePathBuilder().path(request.requestId()).build())
@@ -102,7 +102,7 @@ public class ProducerResource {
         }
     }
 
-    private Producer producer() {
+    private ProducerFacade producer() {
         return runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
     }
 }

@@ -1,6 +1,7 @@
 package io.pdconnector.api;
 
-import io.pdconnector.engine.TextTokenizer;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.reference.TextTokenizer;
 import java.util.List;
 
 /** A prompt given as text or as token ids, exactly one of them. */
@@ -13,19 +14,19 @@ final class PromptInput {
 
     static int[] tokens(String prompt, List<Integer> tokenIds) {
         if ((prompt == null) == (tokenIds == null)) {
-            throw new IllegalArgumentException("give exactly one of prompt and token_ids");
+            throw InvalidInputException.of("give exactly one of prompt and token_ids");
         }
         int[] tokens = prompt != null ? TextTokenizer.encode(prompt)
                 : tokenIds.stream().mapToInt(t -> t == null ? -1 : t).toArray();
         if (tokens.length == 0) {
-            throw new IllegalArgumentException("the prompt has no tokens");
+            throw InvalidInputException.of("the prompt has no tokens");
         }
         if (tokens.length > MAX_TOKENS) {
-            throw new IllegalArgumentException("the prompt has " + tokens.length + " tokens, more than " + MAX_TOKENS);
+            throw InvalidInputException.of("the prompt has " + tokens.length + " tokens, more than " + MAX_TOKENS);
         }
         for (int t : tokens) {
             if (t < 0 || t >= TextTokenizer.VOCAB) {
-                throw new IllegalArgumentException("token ids must be in [0, " + TextTokenizer.VOCAB + "), got " + t);
+                throw InvalidInputException.of("token ids must be in [0, " + TextTokenizer.VOCAB + "), got " + t);
             }
         }
         return tokens;

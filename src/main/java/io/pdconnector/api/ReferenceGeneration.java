@@ -1,13 +1,14 @@
 package io.pdconnector.api;
 
-import io.pdconnector.consumer.Consumer;
+import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.controlplane.PeerDirectory;
-import io.pdconnector.engine.KvDigest;
-import io.pdconnector.engine.ReferenceDecoder;
-import io.pdconnector.engine.ReferenceEngine;
-import io.pdconnector.lease.Deadlines;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.producer.Producer;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.UnavailableException;
+import io.pdconnector.producer.ProducerFacade;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.reference.KvDigest;
+import io.pdconnector.reference.ReferenceDecoder;
+import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.enterprise.context.ApplicationScoped;
 
@@ -44,7 +45,7 @@ class ReferenceGeneration {
     private Generation local(int[] prompt, int n) {
         int blocks = runtime.geometry().blocksFor(prompt.length);
         if (blocks > runtime.config().kv().numBlocks()) {
-            throw new IllegalArgumentException("the prompt's " + prompt.length + " tokens need " + blocks
+            throw InvalidInputException.of("the prompt's " + prompt.length + " tokens need " + blocks
                     + " KV blocks, this instance has " + runtime.config().kv().numBlocks());
         }
         return new Generation(ReferenceDecoder.decode(referenceDigest(prompt), n), prompt.length, null);
@@ -57,22 +58,24 @@ class ReferenceGeneration {
     private Generation prefillForRemote(String requestId, int[] prompt, int n, boolean streaming) {
         if (streaming) {
             // The routers read kv_transfer_params from one JSON reply and always send stream false here.
-            throw new IllegalArgumentException("a prefill for a remote decoder (do_remote_decode) answers one JSON "
+            throw InvalidInputException.of("a prefill for a remote decoder (do_remote_decode) answers one JSON "
                     + "object carrying kv_transfer_params: set stream to false");
         }
-        Producer producer = runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
+        ProducerFacade producer = runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
         KvTransferParams params = producer.prefill(requestId, prompt);
         return new Generation(ReferenceDecoder.decode(referenceDigest(prompt), n), prompt.length, params.toMap());
     }
 
     /** D's blocks are released whatever happens once the pull was received or recomputed. */
     private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
-        Consumer consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
+        ConsumerFacade consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
         try {
             RemotePull.pull(peers, consumer, requestId, prompt, params);
-        } catch (Deadlines.StepLoopTimeoutException e) {
-            // The pull may still be decided later; a router has no way to release it through this API.
-            abandon(consumer, requestId, e);
+        } catch (UnavailableException e) {
+            if (e.deadlineExceeded()) {
+                // The pull may still be decided later; a router has no way to release it through this API.
+                abandon(consumer, requestId, e);
+            }
             throw e;
         }
         byte[] kv;
@@ -85,7 +88,7 @@ class ReferenceGeneration {
         return new Generation(ReferenceDecoder.decode(digest, n), prompt.length, null);
     }
 
-    private static void abandon(Consumer consumer, String requestId, RuntimeException cause) {
+    private static void abandon(ConsumerFacade consumer, String requestId, RuntimeException cause) {
         try {
             consumer.abort(requestId);
         } catch (RuntimeException e) {

@@ -1,11 +1,11 @@
 package io.pdconnector.api;
 
-import io.pdconnector.consumer.Consumer;
+import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.PeerDirectory;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.protocol.KvTransferParams;
 
 /**
  * A pull as every D-side API does it: the peer's metadata first, the pull, a fresh handshake next
@@ -17,7 +17,7 @@ final class RemotePull {
     private RemotePull() {
     }
 
-    static PullOutcome pull(PeerDirectory peers, Consumer consumer, String requestId, int[] tokens,
+    static PullOutcome pull(PeerDirectory peers, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params) {
         peers.ensure(params);
         PullOutcome outcome = consumer.pull(requestId, tokens, params);

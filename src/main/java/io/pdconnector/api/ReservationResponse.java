@@ -1,8 +1,8 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.lease.Reservation;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.producer.Reservation;
 import java.util.Arrays;
 import java.util.List;
 

@@ -1,7 +1,7 @@
 package io.pdconnector.api;
 
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
 import java.util.Map;
 
 /**

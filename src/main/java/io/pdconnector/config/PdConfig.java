@@ -1,6 +1,5 @@
 package io.pdconnector.config;
 
-import io.pdconnector.consumer.LoadFailurePolicy;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import jakarta.validation.constraints.Max;

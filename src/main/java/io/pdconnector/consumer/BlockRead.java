@@ -1,6 +1,5 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.metrics.TransferObserver;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
@@ -9,13 +8,13 @@ import io.pdconnector.transfer.TransferStatus;
 final class BlockRead {
 
     private final SliceChannel channel;
-    private final TransferObserver observer;
+    private final PullObserver observer;
     private final long postedAt;
     private final long postNanos;
     private ReadRequest request;
     private boolean failed;
 
-    private BlockRead(SliceChannel channel, TransferObserver observer, ReadRequest request, boolean failed,
+    private BlockRead(SliceChannel channel, PullObserver observer, ReadRequest request, boolean failed,
             long postedAt, long postNanos) {
         this.channel = channel;
         this.observer = observer;
@@ -26,7 +25,7 @@ final class BlockRead {
     }
 
     /** Posts without a notification (L6: P hears from D only after the slot check). */
-    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks, TransferObserver observer) {
+    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks, PullObserver observer) {
         long start = System.nanoTime();
         try {
             ReadRequest r = channel.rank().agent().postRead(channel.local(), channel.indices(localBlocks),

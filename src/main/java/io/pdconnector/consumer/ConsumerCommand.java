@@ -1,12 +1,11 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.loop.LoopCommand;
+import io.pdconnector.protocol.KvTransferParams;
 import java.util.concurrent.CompletableFuture;
 
 /** What callers ask the consumer step loop to do; each carries the future it is answered through. */
-sealed interface ConsumerCommand {
-
-    CompletableFuture<?> reply();
+sealed interface ConsumerCommand extends LoopCommand {
 
     record Start(String requestId, int[] tokens, KvTransferParams params, CompletableFuture<PullOutcome> reply)
             implements ConsumerCommand {

@@ -1,6 +1,7 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.engine.ReferenceEngine;
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;

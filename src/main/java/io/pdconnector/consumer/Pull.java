@@ -1,6 +1,6 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.protocol.KvTransferParams;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

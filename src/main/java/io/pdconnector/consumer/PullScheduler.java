@@ -1,17 +1,19 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.controlplane.EmbeddedRegistry;
-import io.pdconnector.controlplane.HandshakeMetadata;
-import io.pdconnector.engine.ReferenceEngine;
-import io.pdconnector.lease.CommandQueue;
-import io.pdconnector.lease.LoopGauges;
-import io.pdconnector.metrics.TransferObserver;
-import io.pdconnector.lease.RequestIds;
-import io.pdconnector.lease.StepWorker;
-import io.pdconnector.lease.UnknownRequestException;
-import io.pdconnector.producer.BlockPool;
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UnknownRequestException;
+import io.pdconnector.loop.CommandQueue;
+import io.pdconnector.loop.LoopGauges;
+import io.pdconnector.loop.StepWorker;
+import io.pdconnector.memory.IndexPool;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.MetadataDirectory;
+import io.pdconnector.protocol.RequestIds;
+import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.transfer.TransferEngine;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
@@ -38,19 +40,17 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class PullScheduler implements StepWorker {
 
-    private static final int COMMANDS_PER_STEP = 256;
-
     private final ConsumerConfig config;
     private final TransferEngine engine;
-    private final EmbeddedRegistry registry;
-    private final TransferObserver observer;
+    private final MetadataDirectory registry;
+    private final PullObserver observer;
     private final LoopGauges gauges = new LoopGauges();
     private final InstantSource clock;
     private final CommandQueue<ConsumerCommand> commands;
     private final ReferenceEngine reference;
     private final ConsumerCounters counters = new ConsumerCounters();
-    private final ProducerNotices notices;
-    private final BlockPool blocks;
+    private final NotificationOutbox notices;
+    private final IndexPool blocks;
     private final List<ConsumerRank> ranks = new ArrayList<>();
     private final Map<String, RemotePeer> peers = new LinkedHashMap<>();
     private final Map<String, Pull> pulls = new LinkedHashMap<>();
@@ -59,13 +59,13 @@ public final class PullScheduler implements StepWorker {
     private final List<Pull> checking = new ArrayList<>();
     private boolean open;
 
-    public PullScheduler(ConsumerConfig config, TransferEngine engine, EmbeddedRegistry registry,
+    public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
             InstantSource clock) {
-        this(config, engine, registry, clock, TransferObserver.NONE);
+        this(config, engine, registry, clock, PullObserver.NONE);
     }
 
-    public PullScheduler(ConsumerConfig config, TransferEngine engine, EmbeddedRegistry registry,
-            InstantSource clock, TransferObserver observer) {
+    public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
+            InstantSource clock, PullObserver observer) {
         this.observer = observer;
         this.config = config;
         this.engine = engine;
@@ -73,8 +73,8 @@ public final class PullScheduler implements StepWorker {
         this.clock = clock;
         this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
         this.reference = new ReferenceEngine(config.geometry());
-        this.blocks = new BlockPool(config.numBlocks());
-        this.notices = new ProducerNotices(config, counters);
+        this.blocks = new IndexPool("block", config.numBlocks());
+        this.notices = new NotificationOutbox(config, counters);
     }
 
     @Override
@@ -107,56 +107,40 @@ public final class PullScheduler implements StepWorker {
         }
         params.validateForPull();
         PullValidation.requirePrompt(config, tokens, params);
-        CompletableFuture<PullOutcome> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.Start(requestId, tokens.clone(), params, reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.Start(requestId, tokens.clone(), params, reply));
     }
 
     public CompletableFuture<Void> submitAbort(String requestId) {
-        CompletableFuture<Void> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.Abort(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.Abort(RequestIds.require(requestId), reply));
     }
 
     /** Decode no longer needs the pulled KV: frees its local blocks. */
     public CompletableFuture<Void> submitFinish(String requestId) {
-        CompletableFuture<Void> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.Finish(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.Finish(RequestIds.require(requestId), reply));
     }
 
     /** A decided pull's KV bytes: for each local block, each rank's slice in rank order. */
     public CompletableFuture<byte[]> submitReadKv(String requestId) {
-        CompletableFuture<byte[]> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.ReadKv(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.ReadKv(RequestIds.require(requestId), reply));
     }
 
     /** CRC-32C of what {@link #submitReadKv} would return. */
     public CompletableFuture<Long> submitKvChecksum(String requestId) {
-        CompletableFuture<Long> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.KvChecksum(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.KvChecksum(RequestIds.require(requestId), reply));
     }
 
     /** Whether a pull's local blocks hold exactly the reference engine's KV of its prompt. */
     public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
-        CompletableFuture<Boolean> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.MatchesReference(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.MatchesReference(RequestIds.require(requestId), reply));
     }
 
     /** Where a pull is; a declined pull is forgotten once answered (fail policy), so it is unknown here. */
     public CompletableFuture<PullStatus> submitStatus(String requestId) {
-        CompletableFuture<PullStatus> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.Status(RequestIds.require(requestId), reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.Status(RequestIds.require(requestId), reply));
     }
 
     public CompletableFuture<ConsumerSnapshot> submitSnapshot() {
-        CompletableFuture<ConsumerSnapshot> reply = new CompletableFuture<>();
-        commands.offer(new ConsumerCommand.Snapshot(reply));
-        return reply;
+        return commands.submit(reply -> new ConsumerCommand.Snapshot(reply));
     }
 
     // ---- loop side ------------------------------------------------------------------------------
@@ -182,7 +166,7 @@ public final class PullScheduler implements StepWorker {
         }
         long started = System.nanoTime();
         long now = clock.millis();
-        int work = commands.drain(c -> handle(c, now), COMMANDS_PER_STEP);
+        int work = commands.drain(c -> handle(c, now));
         work += notices.sendHeartbeats(peers.values(), now);
         work += pollReading();
         work += checkSlots(now);
@@ -211,7 +195,7 @@ public final class PullScheduler implements StepWorker {
     private void arrive(ConsumerCommand.Start s, long now) {
         try {
             if (pulls.containsKey(s.requestId())) {
-                throw new IllegalArgumentException("request " + s.requestId() + " is already being pulled");
+                throw new StateConflictException(s.requestId(), "request " + s.requestId() + " is already being pulled");
             }
             RemotePeer peer = peerFor(s.params().remoteEngineId());
             PullValidation.requireFitsPeer(config, s.params(), peer);
@@ -387,7 +371,7 @@ public final class PullScheduler implements StepWorker {
             return;
         }
         if (!pull.state().decided()) {
-            f.reply().completeExceptionally(new IllegalArgumentException("request " + f.requestId() + " is still "
+            f.reply().completeExceptionally(new StateConflictException(f.requestId(), "request " + f.requestId() + " is still "
                     + pull.state() + "; abort it instead"));
             return;
         }
@@ -411,7 +395,7 @@ public final class PullScheduler implements StepWorker {
             return;
         }
         if (pull.state() != PullState.RECEIVED && pull.state() != PullState.RECOMPUTED) {
-            r.reply().completeExceptionally(new IllegalArgumentException("request " + r.requestId() + " is "
+            r.reply().completeExceptionally(new StateConflictException(r.requestId(), "request " + r.requestId() + " is "
                     + pull.state() + "; only received or recomputed KV can be read"));
             return;
         }
@@ -490,7 +474,7 @@ public final class PullScheduler implements StepWorker {
         }
         open = false;
         IllegalStateException closing = new IllegalStateException(name() + " is shutting down");
-        commands.drainAll(c -> c.reply().completeExceptionally(closing));
+        commands.failAll(closing);
         for (Pull pull : List.copyOf(pulls.values())) {
             if (!pull.state().decided()) {
                 pull.releaseReads();

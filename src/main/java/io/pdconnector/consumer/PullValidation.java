@@ -1,8 +1,10 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.controlplane.HandshakeMetadata;
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
 
 /** Checks of a pull's input: against the prompt on the caller's thread, against the peer on the loop. */
 final class PullValidation {
@@ -21,12 +23,12 @@ final class PullValidation {
                     + " blocks, " + tokens.length + " tokens need " + needed);
         }
         if (needed > config.numBlocks()) {
-            throw new IllegalArgumentException("the prompt needs " + needed + " blocks, this decoder has "
+            throw InvalidInputException.of("the prompt needs " + needed + " blocks, this decoder has "
                     + config.numBlocks());
         }
         for (int t : tokens) {
             if (t < 0) {
-                throw new IllegalArgumentException("token ids must not be negative, got " + t);
+                throw InvalidInputException.of("token ids must not be negative, got " + t);
             }
         }
     }

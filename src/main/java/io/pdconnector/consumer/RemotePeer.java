@@ -1,9 +1,10 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.controlplane.HandshakeMetadata;
-import io.pdconnector.engine.HeadSlice;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.engine.TpMapping;
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.kv.HeadSlice;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.kv.TpMapping;
+import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;

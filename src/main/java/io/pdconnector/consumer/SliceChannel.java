@@ -1,6 +1,6 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.engine.HeadSlice;
+import io.pdconnector.kv.HeadSlice;
 import io.pdconnector.transfer.PreparedDescriptors;
 
 /**

@@ -1,5 +1,6 @@
 package io.pdconnector.consumer;
 
+import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;

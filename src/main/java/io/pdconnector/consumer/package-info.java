@@ -5,7 +5,7 @@
  * <p>A pull goes QUEUED (heartbeating from arrival) → READING (block READs posted without
  * notification, one per source rank) → CHECKING_SLOTS once every READ is terminal (L9) → RECEIVED,
  * or DECLINED / RECOMPUTED by the policy. Where each rule lives: L5 {@code SlotChecker} (one slot
- * READ per remote rank per step, shared, after the block READs); L6 {@code ProducerNotices#notifyRead},
+ * READ per remote rank per step, shared, after the block READs); L6 {@code NotificationOutbox#notifyRead},
  * called only by {@code PullScheduler#decide} on a clean pull; L7 {@code Pull#slotVerdict} and
  * {@code PullScheduler#applyPolicy}; L10 the {@code leaseVerification} switch in the scheduler.
  */

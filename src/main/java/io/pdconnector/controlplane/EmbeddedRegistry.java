@@ -1,16 +1,18 @@
 package io.pdconnector.controlplane;
 
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.MetadataDirectory;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** The in-process control plane: engine id to the handshake metadata of each of its ranks. */
-public final class EmbeddedRegistry {
+public final class EmbeddedRegistry implements MetadataDirectory {
 
     private final Map<String, List<HandshakeMetadata>> engines = new ConcurrentHashMap<>();
 
-    /** Publishes (or replaces, after a restart) an engine's metadata, one entry per rank in rank order. */
+    @Override
     public void publish(String engineId, List<HandshakeMetadata> ranks) {
         if (ranks.isEmpty()) {
             throw new IllegalArgumentException("engine " + engineId + " must publish at least one rank");
@@ -25,10 +27,12 @@ public final class EmbeddedRegistry {
         engines.put(engineId, List.copyOf(ranks));
     }
 
+    @Override
     public Optional<List<HandshakeMetadata>> lookup(String engineId) {
         return Optional.ofNullable(engines.get(engineId));
     }
 
+    @Override
     public void withdraw(String engineId) {
         engines.remove(engineId);
     }

@@ -3,9 +3,10 @@ package io.pdconnector.controlplane;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.pdconnector.config.PdConfig;
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.runtime.ConnectorRuntime;
+import io.pdconnector.error.PeerFailureException;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.io.IOException;
 import java.net.URI;
@@ -28,14 +29,14 @@ public class PeerDirectory {
 
     private static final TypeReference<List<HandshakeMetadata>> RANKS = new TypeReference<>() { };
 
-    private final ConnectorRuntime runtime;
+    private final EmbeddedRegistry registry;
     private final ObjectMapper json;
     private final PdConfig config;
     private final HttpClient http;
     private final Set<String> stale = ConcurrentHashMap.newKeySet();
 
-    public PeerDirectory(ConnectorRuntime runtime, ObjectMapper json, PdConfig config) {
-        this.runtime = runtime;
+    public PeerDirectory(EmbeddedRegistry registry, ObjectMapper json, PdConfig config) {
+        this.registry = registry;
         this.json = json;
         this.config = config;
         this.http = HttpClient.newBuilder().connectTimeout(config.http().handshakeTimeout()).build();
@@ -44,7 +45,7 @@ public class PeerDirectory {
     public void ensure(KvTransferParams params) {
         String engineId = params.remoteEngineId();
         boolean local = engineId.equals(config.engineId()) && config.role().producer();
-        if (local || runtime.registry().lookup(engineId).isPresent() && !stale.contains(engineId)) {
+        if (local || registry.lookup(engineId).isPresent() && !stale.contains(engineId)) {
             return;
         }
         if (params.remoteHost() == null || params.remotePort() < 1 || params.remotePort() > 65535) {
@@ -57,7 +58,7 @@ public class PeerDirectory {
                     + params.remoteHost() + ":" + params.remotePort() + " is "
                     + (ranks.isEmpty() ? "no producer" : ranks.getFirst().engineId()));
         }
-        runtime.registry().publish(engineId, ranks);
+        registry.publish(engineId, ranks);
         stale.remove(engineId);
     }
 
@@ -73,14 +74,14 @@ public class PeerDirectory {
                     .timeout(config.http().handshakeTimeout()).header("Accept", "application/json").build(),
                     HttpResponse.BodyHandlers.ofString());
             if (response.statusCode() != 200) {
-                throw new PeerUnreachableException("handshake with " + uri + " answered HTTP " + response.statusCode(), null);
+                throw new PeerFailureException("handshake with " + uri + " answered HTTP " + response.statusCode(), null);
             }
             return json.readValue(response.body(), RANKS);
         } catch (IOException e) {
-            throw new PeerUnreachableException("handshake with " + uri + " failed: " + e.getMessage(), e);
+            throw new PeerFailureException("handshake with " + uri + " failed: " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new PeerUnreachableException("interrupted during the handshake with " + uri, e);
+            throw new PeerFailureException("interrupted during the handshake with " + uri, e);
         }
     }
 }

@@ -1,7 +1,7 @@
 package io.pdconnector.health;
 
 import io.pdconnector.config.PdConfig;
-import io.pdconnector.controlplane.HandshakeMetadata;
+import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.util.List;

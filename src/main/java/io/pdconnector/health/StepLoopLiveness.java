@@ -1,6 +1,6 @@
 package io.pdconnector.health;
 
-import io.pdconnector.lease.StepLoop;
+import io.pdconnector.loop.StepLoop;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;

@@ -9,8 +9,10 @@ import io.micrometer.core.instrument.Timer;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerCounters;
 import io.pdconnector.consumer.DeclineReason;
-import io.pdconnector.lease.LoopGauges;
-import io.pdconnector.lease.ProducerCounters;
+import io.pdconnector.consumer.PullObserver;
+import io.pdconnector.loop.LoopGauges;
+import io.pdconnector.producer.LeaseObserver;
+import io.pdconnector.producer.ProducerCounters;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.util.EnumMap;
 import java.util.Map;
@@ -25,7 +27,7 @@ import java.util.function.ToDoubleFunction;
  * are {@code pd_*}.
  */
 @ApplicationScoped
-public class ConnectorMetrics implements TransferObserver {
+public class ConnectorMetrics implements LeaseObserver, PullObserver {
 
     private final MeterRegistry registry;
     private final String upstream;

@@ -1,16 +1,16 @@
 package io.pdconnector.runtime;
 
+import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.config.PdConfig;
-import io.pdconnector.consumer.Consumer;
-import io.pdconnector.consumer.ConsumerConfig;
+import io.pdconnector.config.ProducerConfig;
+import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.EmbeddedRegistry;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.StepLoop;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.loop.StepLoop;
 import io.pdconnector.metrics.ConnectorMetrics;
-import io.pdconnector.producer.Producer;
-import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFacade;
 import io.pdconnector.transfer.TransferEngine;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -39,17 +39,18 @@ public class ConnectorRuntime {
     private final TransferEngine engine;
     private final int httpPort;
     private final ConnectorMetrics metrics;
-    private final EmbeddedRegistry registry = new EmbeddedRegistry();
+    private final EmbeddedRegistry registry;
     private LeaseScheduler leaseScheduler;
     private PullScheduler pullScheduler;
     private StepLoop producerLoop;
     private StepLoop consumerLoop;
-    private Producer producer;
-    private Consumer consumer;
+    private ProducerFacade producer;
+    private ConsumerFacade consumer;
 
-    public ConnectorRuntime(PdConfig config, TransferEngine engine, ConnectorMetrics metrics,
+    public ConnectorRuntime(PdConfig config, TransferEngine engine, ConnectorMetrics metrics, EmbeddedRegistry registry,
             @ConfigProperty(name = "quarkus.http.port", defaultValue = "8080") int httpPort) {
         this.metrics = metrics;
+        this.registry = registry;
         this.config = config;
         this.engine = engine;
         this.httpPort = httpPort;
@@ -61,13 +62,13 @@ public class ConnectorRuntime {
             leaseScheduler = new LeaseScheduler(producerConfig(), engine, registry, InstantSource.system(), metrics);
             metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
             producerLoop = StepLoop.start(leaseScheduler, OPEN_DEADLINE);
-            producer = new Producer(leaseScheduler, deadline);
+            producer = new ProducerFacade(leaseScheduler, deadline);
         }
         if (config.role().consumer()) {
             pullScheduler = new PullScheduler(consumerConfig(), engine, registry, InstantSource.system(), metrics);
             metrics.bindConsumer(pullScheduler.counters(), pullScheduler.gauges());
             consumerLoop = StepLoop.start(pullScheduler, OPEN_DEADLINE);
-            consumer = new Consumer(pullScheduler, deadline);
+            consumer = new ConsumerFacade(pullScheduler, deadline);
         }
         LOG.infof("pd-connector %s started as %s (tp %d, %s transfers, lease verification %s)", config.engineId(),
                 config.role(), config.tpSize(), engine.kind(), config.lease().verification() ? "on" : "off");
@@ -91,11 +92,11 @@ public class ConnectorRuntime {
         return registry;
     }
 
-    public Optional<Producer> producer() {
+    public Optional<ProducerFacade> producer() {
         return Optional.ofNullable(producer);
     }
 
-    public Optional<Consumer> consumer() {
+    public Optional<ConsumerFacade> consumer() {
         return Optional.ofNullable(consumer);
     }
 

@@ -166,8 +166,8 @@ class EngineIntegrationQuarkusTest {
                 .header("Retry-After", "1")
                 .body("type", equalTo("urn:pd-connector:problem:no-free-blocks"));
         given().contentType(ContentType.JSON).body(reserveBody("all", 1))
-                .post("/v1/producer/requests").then().statusCode(400)
-                .body("type", equalTo("urn:pd-connector:problem:invalid-argument"))
+                .post("/v1/producer/requests").then().statusCode(409)
+                .body("type", equalTo("urn:pd-connector:problem:wrong-state"))
                 .body("detail", containsString("still holds a lease"));
         given().get("/v1/producer/requests/all").then().statusCode(200).body("block_ids", hasSize(64));
         given().get("/v1/producer/requests/more").then().statusCode(404);

@@ -1,20 +1,20 @@
 package io.pdconnector.bench;
 
-import io.pdconnector.consumer.Consumer;
-import io.pdconnector.consumer.ConsumerConfig;
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.ConsumerCounters;
+import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.EmbeddedRegistry;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.StepLoop;
+import io.pdconnector.loop.StepLoop;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.producer.Producer;
-import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFacade;
+import io.pdconnector.protocol.KvTransferParams;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -80,15 +80,15 @@ public final class PullBench {
         ProducerConfig pc = ProducerConfig.defaults("bench-p-" + tag, state).withBlocks(1024, 128, 0)
                 .withVerification(verify);
         ConsumerConfig base = ConsumerConfig.defaults("bench-d-" + tag).withBlocks(1024)
-                .withVerification(verify, io.pdconnector.consumer.LoadFailurePolicy.FAIL);
+                .withVerification(verify, io.pdconnector.config.LoadFailurePolicy.FAIL);
         ConsumerConfig dc = new ConsumerConfig(base.engineId(), base.tpSize(), base.geometry(), base.numBlocks(),
                 base.leaseVerification(), base.failurePolicy(), base.heartbeatInterval(), base.pullTimeout(),
                 mode.spins, base.slotChecksPerRead(), base.commandQueueCapacity());
         LeaseScheduler p = new LeaseScheduler(pc, engine, registry, InstantSource.system());
         PullScheduler d = new PullScheduler(dc, engine, registry, InstantSource.system());
         try (StepLoop pLoop = StepLoop.start(p, DEADLINE); StepLoop dLoop = StepLoop.start(d, DEADLINE)) {
-            Producer producer = new Producer(p, DEADLINE);
-            Consumer consumer = new Consumer(d, DEADLINE);
+            ProducerFacade producer = new ProducerFacade(p, DEADLINE);
+            ConsumerFacade consumer = new ConsumerFacade(d, DEADLINE);
             drive(producer, consumer, concurrency, pulls / 4, "warm-" + tag);
             ConsumerCounters c = d.counters();
             long slotReads0 = c.slotReads.get();
@@ -110,7 +110,7 @@ public final class PullBench {
         }
     }
 
-    private static long[] drive(Producer producer, Consumer consumer, int concurrency, int pulls, String tag)
+    private static long[] drive(ProducerFacade producer, ConsumerFacade consumer, int concurrency, int pulls, String tag)
             throws Exception {
         AtomicInteger next = new AtomicInteger();
         long[] latencies = new long[pulls];

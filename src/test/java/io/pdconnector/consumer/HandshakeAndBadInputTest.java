@@ -5,12 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.controlplane.HandshakeMetadata;
-import io.pdconnector.controlplane.IncompatiblePeerException;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.producer.InvalidKvTransferParamsException;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.error.IncompatiblePeerException;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.util.HashMap;
 import java.util.List;
@@ -70,7 +71,7 @@ class HandshakeAndBadInputTest {
         assertRejected(d, edit(a, "tp_size", 2), "tp_size");
         assertThrows(InvalidKvTransferParamsException.class, () -> d.submitPull("x", prompt(1, 9), a),
                 "prompt length must match remote_num_tokens");
-        assertThrows(IllegalArgumentException.class, () -> d.submitPull("bad:id", promptA, a));
+        assertThrows(InvalidInputException.class, () -> d.submitPull("bad:id", promptA, a));
 
         ConsumerSnapshot after = d.snapshot();
         assertEquals(before.freeBlocks(), after.freeBlocks());
@@ -83,10 +84,10 @@ class HandshakeAndBadInputTest {
     @Test
     void badPrefillInputIsRejectedBeforeItReachesTheLoop() {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
-        assertThrows(IllegalArgumentException.class, () -> p.submitPrefill("a", new int[0]));
-        assertThrows(IllegalArgumentException.class, () -> p.submitPrefill("a,b", promptA));
-        assertThrows(IllegalArgumentException.class, () -> p.submitPrefill("a", new int[] {1, -1}));
-        assertThrows(IllegalArgumentException.class, () -> p.submitPrefill("a", new int[16 * 4 + 1]));
+        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[0]));
+        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a,b", promptA));
+        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[] {1, -1}));
+        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[16 * 4 + 1]));
         cluster.assertNoLeak();
     }
 
@@ -112,7 +113,7 @@ class HandshakeAndBadInputTest {
     }
 
     private void assertRejected(PullScheduler d, KvTransferParams params, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        InvalidInputException e = assertThrows(InvalidInputException.class,
                 () -> cluster.pull(d, "x", promptA, params));
         assertTrue(e.getMessage().contains(message), e.getMessage());
     }

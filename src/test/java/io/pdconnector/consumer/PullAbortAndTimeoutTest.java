@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.LeaseState;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.LeaseState;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

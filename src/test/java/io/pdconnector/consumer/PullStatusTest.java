@@ -6,9 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.UnknownRequestException;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.error.UnknownRequestException;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;

@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.engine.ReferenceEngine;
 import io.pdconnector.it.ServiceProcess.Reply;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.reference.ReferenceEngine;
 import java.io.ByteArrayOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -9,16 +9,17 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.LeaseState;
-import io.pdconnector.lease.LeaseStatus;
-import io.pdconnector.lease.RequestStateException;
-import io.pdconnector.lease.Reservation;
-import io.pdconnector.lease.UnknownRequestException;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UnknownRequestException;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.LeaseState;
+import io.pdconnector.producer.LeaseStatus;
+import io.pdconnector.producer.Reservation;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -167,7 +168,7 @@ class EngineIntegrationTest {
         KvTransferParams params = cluster.await(p.submitFinish("f"));
         assertTrue(params.hasLease(), "finish cannot know how the engine wrote; it exports what the blocks hold");
 
-        RequestStateException e = assertThrows(RequestStateException.class,
+        StateConflictException e = assertThrows(StateConflictException.class,
                 () -> cluster.await(p.submitWriteKv("f", kvBytes(r, 3))));
 
         assertTrue(e.getMessage().contains("EXPORTED") && e.getMessage().contains("finished already"), e.getMessage());
@@ -186,7 +187,7 @@ class EngineIntegrationTest {
         for (int size : new int[] {0, good.length - 1, good.length + 1, good.length / 2}) {
             byte[] bad = new byte[size];
             java.util.Arrays.fill(bad, (byte) 7);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            InvalidInputException e = assertThrows(InvalidInputException.class,
                     () -> cluster.await(p.submitWriteKv("w", bad)));
             assertTrue(e.getMessage().contains(good.length + " bytes (2 blocks x 2 ranks x " + r.blockBytes()
                     + " bytes), got " + size),
@@ -208,7 +209,7 @@ class EngineIntegrationTest {
         long expiresAt = p.lease("twice").expiresAtMillis();
         cluster.clock.advance(Duration.ofSeconds(5));
 
-        RequestStateException e = assertThrows(RequestStateException.class,
+        StateConflictException e = assertThrows(StateConflictException.class,
                 () -> cluster.await(p.submitFinish("twice")));
 
         assertTrue(e.getMessage().contains("finished already"), e.getMessage());
@@ -328,10 +329,10 @@ class EngineIntegrationTest {
     void badReservationsAreRefusedOnTheCallersThreadAndQueueNothing() {
         LeaseScheduler p = producer(1);
 
-        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("zero", 0));
-        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("huge", 16 * 4 + 1));
-        assertThrows(IllegalArgumentException.class, () -> p.submitReserve("a:b", 4));
-        assertThrows(IllegalArgumentException.class, () -> p.submitWriteKv("x", null));
+        assertThrows(InvalidInputException.class, () -> p.submitReserve("zero", 0));
+        assertThrows(InvalidInputException.class, () -> p.submitReserve("huge", 16 * 4 + 1));
+        assertThrows(InvalidInputException.class, () -> p.submitReserve("a:b", 4));
+        assertThrows(InvalidInputException.class, () -> p.submitWriteKv("x", null));
 
         cluster.steps(1);
         assertEquals(0, p.snapshot().liveLeases());
@@ -342,7 +343,7 @@ class EngineIntegrationTest {
         LeaseScheduler p = producer(1);
         reserve(p, "dup", 4);
 
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> reserve(p, "dup", 4));
+        StateConflictException e = assertThrows(StateConflictException.class, () -> reserve(p, "dup", 4));
 
         assertTrue(e.getMessage().contains("still holds a lease"), e.getMessage());
         assertEquals(1, p.snapshot().liveLeases());

@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.LeaseState;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.LeaseState;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
 import org.junit.jupiter.api.AfterEach;

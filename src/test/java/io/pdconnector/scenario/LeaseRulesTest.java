@@ -8,13 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.LeaseState;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.LeaseState;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
 import java.time.Duration;

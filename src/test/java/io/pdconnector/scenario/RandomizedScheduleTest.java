@@ -4,12 +4,12 @@ import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
 import io.pdconnector.testing.ScheduleOp;

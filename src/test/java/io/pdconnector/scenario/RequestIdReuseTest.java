@@ -9,9 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.lease.LeaseState;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.error.StateConflictException;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.LeaseState;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
 import org.junit.jupiter.api.AfterEach;
@@ -79,7 +80,7 @@ class RequestIdReuseTest {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
         cluster.prefill(p, "r", prompt1);
 
-        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        StateConflictException e = org.junit.jupiter.api.Assertions.assertThrows(StateConflictException.class,
                 () -> cluster.prefill(p, "r", prompt2));
 
         assertTrue(e.getMessage().contains("still holds a lease"), e.getMessage());

@@ -7,14 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.DeclineReason;
-import io.pdconnector.consumer.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.engine.ModelGeometry;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

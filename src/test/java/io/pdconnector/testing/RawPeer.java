@@ -1,6 +1,6 @@
 package io.pdconnector.testing;
 
-import io.pdconnector.controlplane.HandshakeMetadata;
+import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.transfer.TransferAgent;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

@@ -1,8 +1,8 @@
 package io.pdconnector.testing;
 
-import io.pdconnector.lease.Lease;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.producer.KvTransferParams;
+import io.pdconnector.producer.Lease;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.KvTransferParams;
 import java.util.HashSet;
 import java.util.Set;
 

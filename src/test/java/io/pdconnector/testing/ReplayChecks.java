@@ -3,8 +3,8 @@ package io.pdconnector.testing;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.Lease;
-import io.pdconnector.lease.LeaseState;
+import io.pdconnector.producer.Lease;
+import io.pdconnector.producer.LeaseState;
 
 /**
  * The lease model's properties, checked on the Java loops during a {@link TrailReplay}:

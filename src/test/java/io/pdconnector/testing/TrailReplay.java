@@ -3,13 +3,13 @@ package io.pdconnector.testing;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.pdconnector.consumer.LoadFailurePolicy;
+import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.lease.Lease;
-import io.pdconnector.lease.LeaseScheduler;
-import io.pdconnector.producer.KvTransferParams;
-import io.pdconnector.producer.ProducerConfig;
+import io.pdconnector.producer.Lease;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.protocol.KvTransferParams;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;

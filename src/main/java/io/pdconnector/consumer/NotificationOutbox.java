@@ -1,0 +1,87 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.protocol.LeaseNotification;
+import io.pdconnector.transfer.TransferException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * What D tells P: heartbeats for undecided pulls, batched per engine, and read notifications. A
+ * failed send is counted, never fatal: P's lease expiry covers a lost message.
+ */
+final class NotificationOutbox {
+
+    /** Keeps one heartbeat well inside a NIXL notification. */
+    private static final int HEARTBEAT_BYTES = 4000;
+
+    private final ConsumerConfig config;
+    private final ConsumerCounters counters;
+
+    NotificationOutbox(ConsumerConfig config, ConsumerCounters counters) {
+        this.config = config;
+        this.counters = counters;
+    }
+
+    /** Every peer whose heartbeat is due gets {@code HB:} messages on each of its ranks the pulls read. */
+    int sendHeartbeats(Collection<RemotePeer> peers, long now) {
+        int sent = 0;
+        for (RemotePeer peer : peers) {
+            if (peer.heartbeatDue(now)) {
+                List<String> ids = peer.undecided().stream().map(Pull::remoteRequestId).distinct().toList();
+                for (int q = 0; q < peer.ranks().size(); q++) {
+                    sent += sendHeartbeat(via(peer, q), ids);
+                }
+                peer.heartbeatSent(now, config.heartbeatInterval().toMillis());
+            }
+        }
+        return sent;
+    }
+
+    /** L6: after the check, each decode rank tells each prefill rank it read how many readers to expect. */
+    void notifyRead(Pull pull) {
+        long nonce = config.leaseVerification() ? pull.params().remoteLeaseNonce() : LeaseNotification.NO_NONCE;
+        for (SliceChannel channel : pull.peer().slices()) {
+            int q = channel.slice().prefillRank();
+            byte[] message = new LeaseNotification.Read(pull.remoteRequestId(),
+                    pull.peer().mapping().consumersOf(q), nonce).encode();
+            send(channel, message, counters.notificationsSent);
+        }
+    }
+
+    private static SliceChannel via(RemotePeer peer, int q) {
+        return peer.slices().stream().filter(s -> s.slice().prefillRank() == q).findFirst().orElseThrow();
+    }
+
+    private int sendHeartbeat(SliceChannel via, List<String> ids) {
+        int sent = 0;
+        List<String> chunk = new ArrayList<>();
+        int bytes = 0;
+        for (String id : ids) {
+            if (bytes + id.length() + 1 > HEARTBEAT_BYTES) {
+                sent += send(via, new LeaseNotification.Heartbeat(chunk).encode(), counters.heartbeatsSent);
+                chunk = new ArrayList<>();
+                bytes = 0;
+            }
+            chunk.add(id);
+            bytes += id.length() + 1;
+        }
+        if (!chunk.isEmpty()) {
+            sent += send(via, new LeaseNotification.Heartbeat(chunk).encode(), counters.heartbeatsSent);
+        }
+        return sent;
+    }
+
+    private int send(SliceChannel via, byte[] message, AtomicLong counter) {
+        try {
+            via.rank().agent().sendNotification(via.remoteAgent(), message);
+            counter.incrementAndGet();
+            return 1;
+        } catch (TransferException e) {
+            counters.notificationFailures.incrementAndGet();
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package io.pdconnector.kv;
+
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The shape of one model's KV cache. {@code kvHeads} counts every KV head of the model; a rank of a
+ * {@code tp}-way instance holds {@code kvHeads / tp} of them.
+ *
+ * <p>In-block layout of one rank (HND): {@code [layer][k|v][head][token][dim]}, each element
+ * {@code dtypeBytes} little-endian. The heads of a rank are innermost-but-two, so a contiguous range
+ * of heads is {@code layers * 2} contiguous runs per block, and all heads of a rank are one run.
+ */
+public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes) {
+
+    public static final ModelGeometry DEFAULT = new ModelGeometry(24, 2, 64, 16, 2);
+
+    public ModelGeometry {
+        requireRange("layers", layers, 1, 4096);
+        requireRange("kvHeads", kvHeads, 1, 4096);
+        requireRange("headDim", headDim, 1, 65536);
+        requireRange("blockTokens", blockTokens, 1, 65536);
+        if (dtypeBytes != 1 && dtypeBytes != 2 && dtypeBytes != 4) {
+            throw new IllegalArgumentException("dtypeBytes must be 1, 2 or 4, got " + dtypeBytes);
+        }
+    }
+
+    public int headsPerRank(int tp) {
+        if (tp < 1 || kvHeads % tp != 0) {
+            throw new IllegalArgumentException(
+                    "tensor-parallel size " + tp + " does not divide the model's " + kvHeads + " KV heads");
+        }
+        return kvHeads / tp;
+    }
+
+    /** Bytes of one head's tokens in one (layer, K|V) of a block: the unit a head slice is made of. */
+    public long headRunBytes() {
+        return (long) blockTokens * headDim * dtypeBytes;
+    }
+
+    /** Bytes of one block on one rank of a {@code tp}-way instance. */
+    public long blockBytes(int tp) {
+        return (long) layers * 2 * headsPerRank(tp) * headRunBytes();
+    }
+
+    public int blocksFor(int tokens) {
+        return (tokens + blockTokens - 1) / blockTokens;
+    }
+
+    /** Hash over the geometry and the connector version: peers must agree on it to exchange KV. */
+    public String compatHash(int connectorVersion) {
+        ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3);
+        buf.putInt(layers).putInt(kvHeads).putInt(headDim).putInt(blockTokens).putInt(dtypeBytes)
+                .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D');
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(buf.array());
+            return HexFormat.of().formatHex(digest, 0, 16);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JDK", e);
+        }
+    }
+
+    private static void requireRange(String name, int value, int min, int max) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], got " + value);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package io.pdconnector.loop;
+
+/**
+ * Work a {@link StepLoop} runs on its one thread, in the style of an Aeron agent: {@code open}
+ * creates every native handle (transfer agents may only be called by the thread that created them),
+ * {@code doWork} runs one step and says how much it did, {@code close} releases everything.
+ */
+public interface StepWorker {
+
+    String name();
+
+    void open();
+
+    /** One step; returns the units of work done, 0 when idle. */
+    int doWork();
+
+    void close();
+}

@@ -1,0 +1,52 @@
+package io.pdconnector.producer;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** The producer's live leases by request id; a request id can be reused once its lease is freed. */
+public final class LeaseTable {
+
+    private final Map<String, Lease> byRequest = new LinkedHashMap<>();
+    private final int rankCount;
+
+    public LeaseTable(int rankCount) {
+        this.rankCount = rankCount;
+    }
+
+    Lease reserve(String requestId, int[] blockIds, int numTokens, int slot, long nonce) {
+        if (byRequest.containsKey(requestId)) {
+            throw new IllegalArgumentException("request " + requestId + " still holds a lease; "
+                    + "an id can be reused only after its lease is freed");
+        }
+        Lease lease = new Lease(requestId, blockIds, numTokens, slot, nonce, rankCount);
+        byRequest.put(requestId, lease);
+        return lease;
+    }
+
+    public Lease find(String requestId) {
+        return byRequest.get(requestId);
+    }
+
+    boolean contains(String requestId) {
+        return byRequest.containsKey(requestId);
+    }
+
+    /** A snapshot, so the caller may free leases while walking it. */
+    List<Lease> all() {
+        return new ArrayList<>(byRequest.values());
+    }
+
+    void remove(Lease lease) {
+        if (lease.state() != LeaseState.FREED || byRequest.get(lease.requestId()) != lease) {
+            throw new IllegalStateException("only a freed lease leaves the table: " + lease.requestId()
+                    + " is " + lease.state());
+        }
+        byRequest.remove(lease.requestId());
+    }
+
+    public int size() {
+        return byRequest.size();
+    }
+}

@@ -1,0 +1,45 @@
+package io.pdconnector.producer;
+
+import io.pdconnector.loop.LoopCommand;
+import io.pdconnector.protocol.KvTransferParams;
+import java.util.concurrent.CompletableFuture;
+
+/** What callers ask the producer step loop to do; each carries the future it is answered through. */
+sealed interface ProducerCommand extends LoopCommand {
+
+    /** A new request: it gets blocks, a slot and a nonce in the step that schedules it. */
+    sealed interface Admission extends ProducerCommand {
+        String requestId();
+
+        int numTokens();
+    }
+
+    /** Reserve, write the reference engine's KV and export, all in one step. */
+    record Prefill(String requestId, int[] tokens, CompletableFuture<KvTransferParams> reply) implements Admission {
+        @Override
+        public int numTokens() {
+            return tokens.length;
+        }
+    }
+
+    /** Reserve for an engine that writes the KV itself, then sends {@link Finish}. */
+    record Reserve(String requestId, int numTokens, CompletableFuture<Reservation> reply) implements Admission {
+    }
+
+    /** An engine's KV, uploaded instead of written through the shared files (layout: {@link Reservation}). */
+    record WriteKv(String requestId, byte[] kv, CompletableFuture<Void> reply) implements ProducerCommand {
+    }
+
+    /** The engine wrote the KV: export the lease. */
+    record Finish(String requestId, CompletableFuture<KvTransferParams> reply) implements ProducerCommand {
+    }
+
+    record Status(String requestId, CompletableFuture<LeaseStatus> reply) implements ProducerCommand {
+    }
+
+    record Abort(String requestId, CompletableFuture<Void> reply) implements ProducerCommand {
+    }
+
+    record Snapshot(CompletableFuture<ProducerSnapshot> reply) implements ProducerCommand {
+    }
+}

@@ -1,0 +1,20 @@
+package io.pdconnector.producer;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/** What the producer step loop counts; readable from any thread (metrics, tests). */
+public final class ProducerCounters {
+
+    public final AtomicLong leasesExported = new AtomicLong();
+    public final AtomicLong exportsWithoutSlot = new AtomicLong();
+    public final AtomicLong leasesExpired = new AtomicLong();
+    public final AtomicLong leasesAborted = new AtomicLong();
+    /** Engine reservations taken back because their engine did not finish them in time. */
+    public final AtomicLong reservationsAbandoned = new AtomicLong();
+    public final AtomicLong leasesReleasedByReaders = new AtomicLong();
+    public final AtomicLong staleNotifications = new AtomicLong();
+    public final AtomicLong duplicateNotifications = new AtomicLong();
+    public final AtomicLong malformedNotifications = new AtomicLong();
+    public final AtomicLong heartbeatsApplied = new AtomicLong();
+    public final AtomicLong heartbeatsIgnored = new AtomicLong();
+}

@@ -1,0 +1,42 @@
+package io.pdconnector.runtime;
+
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.nixl.NixlHome;
+import io.pdconnector.nixl.NixlTransferEngine;
+import io.pdconnector.transfer.TransferEngine;
+import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.enterprise.inject.Disposes;
+import jakarta.enterprise.inject.Produces;
+import java.nio.file.Path;
+import org.jboss.logging.Logger;
+
+/** Opens the configured transfer engine once; a missing NIXL fails start-up, it is never replaced silently. */
+@ApplicationScoped
+public class TransferEngineProducer {
+
+    private static final Logger LOG = Logger.getLogger(TransferEngineProducer.class);
+
+    @Produces
+    @ApplicationScoped
+    TransferEngine transferEngine(PdConfig config) {
+        TransferEngine engine = switch (config.transfer().engine()) {
+            case nixl -> NixlTransferEngine.open(NixlHome.at(Path.of(config.nixl().home())),
+                    config.nixl().progressThread(), config.nixl().progressDelayUs());
+            case loopback -> new LoopbackTransferEngine();
+        };
+        LOG.infof("transfer engine %s ready", engine.kind());
+        return engine;
+    }
+
+    /** Opens the engine during start-up, so a missing NIXL stops the service before it reports ready. */
+    void openAtStartup(@Observes StartupEvent event, TransferEngine engine) {
+        engine.kind();
+    }
+
+    void close(@Disposes TransferEngine engine) {
+        engine.close();
+    }
+}

@@ -1,0 +1,112 @@
+package io.pdconnector.loop;
+
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.config.ProducerConfig;
+import io.pdconnector.consumer.ConsumerFacade;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.error.UnavailableException;
+import io.pdconnector.memory.SlotArray;
+import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFacade;
+import io.pdconnector.producer.ProducerSnapshot;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.testing.Cluster;
+import io.pdconnector.testing.ManualClock;
+import io.pdconnector.testing.RecordingEngine;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The loops on their own threads, as the service runs them: callers only submit and await with deadlines. */
+class StepLoopTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(10);
+
+    @TempDir
+    Path dir;
+    private final RecordingEngine engine = new RecordingEngine();
+    private final EmbeddedRegistry registry = new EmbeddedRegistry();
+    private final ManualClock clock = new ManualClock();
+
+    private ProducerConfig producerConfig() {
+        return ProducerConfig.defaults("p", dir).withGeometry(Cluster.SMALL).withBlocks(16, 4, 0);
+    }
+
+    @Test
+    void producerAndConsumerOnTheirOwnThreadsMoveKvAndReleaseEverything() throws Exception {
+        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
+        PullScheduler d = new PullScheduler(ConsumerConfig.defaults("d").withGeometry(Cluster.SMALL).withBlocks(16),
+                engine, registry, clock);
+        try (StepLoop pLoop = StepLoop.start(p, DEADLINE); StepLoop dLoop = StepLoop.start(d, DEADLINE)) {
+            ProducerFacade producer = new ProducerFacade(p, DEADLINE);
+            ConsumerFacade consumer = new ConsumerFacade(d, DEADLINE);
+            for (int i = 0; i < 20; i++) {
+                int[] tokens = prompt(i, 1 + i % 10);
+                KvTransferParams params = producer.prefill("r" + i, tokens);
+                PullOutcome o = consumer.pull("r" + i, tokens, params);
+                assertEquals(PullState.RECEIVED, o.state());
+                assertTrue(consumer.matchesReference("r" + i));
+                consumer.finish("r" + i);
+            }
+            ProducerSnapshot s = awaitIdle(p);
+            assertTrue(s.idle(), "every lease was released by its reader: " + s);
+            assertTrue(d.submitSnapshot().get(10, TimeUnit.SECONDS).idle());
+        }
+        assertEquals(java.util.List.of(), engine.unclosedAgents(), "each loop closed its agents on its own thread");
+    }
+
+    /** The last notifications may still be in P's inbox when D answers; P's loop drains them shortly. */
+    private static ProducerSnapshot awaitIdle(LeaseScheduler p) throws Exception {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        ProducerSnapshot s = p.submitSnapshot().get(10, TimeUnit.SECONDS);
+        while (!s.idle() && System.nanoTime() < deadline) {
+            s = p.submitSnapshot().get(10, TimeUnit.SECONDS);
+        }
+        return s;
+    }
+
+    @Test
+    void aFullCommandQueueRejectsAtOnce() {
+        LeaseScheduler p = new LeaseScheduler(producerConfig().withQueueCapacity(2), engine, registry, clock);
+        p.submitPrefill("a", prompt(1, 4));
+        p.submitPrefill("b", prompt(2, 4));
+
+        UnavailableException e = assertThrows(UnavailableException.class, () -> p.submitPrefill("c", prompt(3, 4)));
+
+        assertTrue(e.getMessage().contains("busy"), e.getMessage());
+    }
+
+    @Test
+    void aLoopThatCannotOpenFailsToStartWithItsReason() {
+        engine.refuseRegionLabel = SlotArray.LABEL;
+        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> StepLoop.start(p, DEADLINE));
+
+        assertTrue(e.getMessage().contains("kv_lease_verification"), e.getMessage());
+        assertEquals(java.util.List.of(), engine.unclosedAgents());
+    }
+
+    @Test
+    void closingFailsCommandsThatWereNeverAnswered() throws Exception {
+        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
+        p.open();
+        CompletableFuture<KvTransferParams> pending = p.submitPrefill("a", prompt(1, 4));
+
+        p.close();
+
+        assertTrue(pending.isCompletedExceptionally());
+        assertEquals(java.util.List.of(), engine.unclosedAgents());
+    }
+}
