@@ -65,7 +65,7 @@ public class ProblemMappers {
 
     @ServerExceptionMapper(priority = 10_000)
     public Response unexpected(RuntimeException e, UriInfo uri) {
-        LOG.error("unexpected failure serving " + uri.getPath(), e);
+        LOG.error("unexpected failure serving " + (uri == null ? "a request" : uri.getPath()), e);
         return respond(Problem.of(500, "internal-error", "Internal error",
                 "the service failed unexpectedly; the log has the details"), uri);
     }

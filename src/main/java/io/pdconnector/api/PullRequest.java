@@ -1,6 +1,7 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import io.pdconnector.protocol.RequestIds;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
@@ -9,7 +10,7 @@ import java.util.Map;
 
 /** Router -> D: pull the KV P describes in {@code kv_transfer_params} (forwarded verbatim) for this prompt. */
 public record PullRequest(
-        @JsonProperty("request_id") @NotBlank @Pattern(regexp = RequestIdPattern.REGEX) String requestId,
+        @JsonProperty("request_id") @NotBlank @Pattern(regexp = RequestIds.PATTERN) String requestId,
         String prompt,
         @JsonProperty("token_ids") List<Integer> tokenIds,
         @JsonProperty("kv_transfer_params") @NotNull Map<String, Object> kvTransferParams) {

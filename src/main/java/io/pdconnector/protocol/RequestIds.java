@@ -1,18 +1,27 @@
 package io.pdconnector.protocol;
 
 import io.pdconnector.error.InvalidInputException;
+import java.util.regex.Pattern;
 
-/** Request ids travel inside notifications, so their separators are not allowed in them. */
+/**
+ * The one rule for request ids: they travel inside notifications ({@code <id>:<consumers>:<nonce>},
+ * {@code HB:<id>,<id>}), so the separators ':' and ',' and control characters are not allowed, and
+ * they are 1-256 characters, not all blank. The HTTP layer validates with {@link #PATTERN} plus
+ * not-blank, the loops and the notification parser with {@link #isValid}: the same rule.
+ */
 public final class RequestIds {
 
     public static final int MAX_LENGTH = 256;
+    /** For bean validation ({@code @Pattern}); {@code \p{Cc}} is exactly {@link Character#isISOControl}. */
+    public static final String PATTERN = "[^:,\\p{Cc}]{1," + MAX_LENGTH + "}";
+
+    private static final Pattern VALID = Pattern.compile(PATTERN);
 
     private RequestIds() {
     }
 
     public static boolean isValid(String id) {
-        return id != null && !id.isBlank() && id.length() <= MAX_LENGTH && id.indexOf(':') < 0
-                && id.indexOf(',') < 0 && id.chars().noneMatch(Character::isISOControl);
+        return id != null && !id.isBlank() && VALID.matcher(id).matches();
     }
 
     public static String require(String id) {
