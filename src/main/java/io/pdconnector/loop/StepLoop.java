@@ -5,38 +5,51 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.AgentTerminationException;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.jboss.logging.Logger;
 
 /**
- * Runs one {@link StepWorker} on its own thread: open, then steps with an idle strategy until
- * closed, then the worker's close. A worker that fails to open fails {@link #start}.
+ * Runs one {@link StepWorker} on its own thread with Agrona's {@link AgentRunner} (the duty cycle
+ * Aeron's conductor runs): open, then steps with a backoff idle strategy until stopped, then the
+ * worker's close, all on that thread. A worker that fails to open fails {@link #start}. A step that
+ * throws stops the loop: protocol state may be half-changed, so the loop does not step on it again;
+ * the failure is logged, liveness sees {@link #turning} false, and {@link #stop} rethrows it.
  */
 public final class StepLoop implements AutoCloseable {
 
+    private static final Logger LOG = Logger.getLogger(StepLoop.class);
+    /** Spins and yields before parking: a step loop answers a command within microseconds when busy. */
+    private static final int IDLE_SPINS = 100;
+    private static final int IDLE_YIELDS = 100;
+    private static final long MIN_PARK_NANOS = 1_000;
+    /** The idle park ceiling: an idle loop picks up a command within this, and costs ~1,000 wake-ups/s. */
     private static final long MAX_PARK_NANOS = 1_000_000;
 
-    private final StepWorker worker;
-    private final Thread thread;
-    private final CompletableFuture<Void> opened = new CompletableFuture<>();
-    private final CompletableFuture<Void> stopped = new CompletableFuture<>();
-    private volatile boolean running = true;
-    private volatile long lastTurnNanos = System.nanoTime();
+    private final WorkerAgent agent;
+    private final AgentRunner runner;
 
     private StepLoop(StepWorker worker) {
-        this.worker = worker;
-        this.thread = Thread.ofPlatform().name("step-loop-" + worker.name()).daemon().unstarted(this::run);
+        this.agent = new WorkerAgent(worker);
+        this.runner = new AgentRunner(
+                new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, MAX_PARK_NANOS),
+                StepLoop::logFailure, null, agent);
     }
 
     /** Starts the loop and waits, up to {@code deadline}, for the worker to open. */
     public static StepLoop start(StepWorker worker, Duration deadline) {
         StepLoop loop = new StepLoop(worker);
-        loop.thread.start();
+        AgentRunner.startOnThread(loop.runner,
+                r -> Thread.ofPlatform().name("step-loop-" + worker.name()).daemon().unstarted(r));
         try {
-            loop.opened.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            loop.agent.opened.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw new IllegalStateException(worker.name() + " failed to start: " + e.getCause().getMessage(),
                     e.getCause());
         } catch (TimeoutException e) {
-            loop.running = false;
+            loop.agent.stopRequested = true;
             throw new IllegalStateException(worker.name() + " did not open within " + deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -45,65 +58,115 @@ public final class StepLoop implements AutoCloseable {
         return loop;
     }
 
-    private void run() {
-        try {
-            worker.open();
-        } catch (RuntimeException | Error e) {
-            opened.completeExceptionally(e);
-            stopped.complete(null);
-            return;
+    private static void logFailure(Throwable t) {
+        if (t instanceof AgentTerminationException && t.getCause() == null) {
+            return; // an orderly stop
         }
-        opened.complete(null);
-        IdleStrategy idle = new IdleStrategy(MAX_PARK_NANOS);
-        try {
-            while (running) {
-                idle.idle(worker.doWork());
-                lastTurnNanos = System.nanoTime();
-            }
-        } catch (RuntimeException | Error e) {
-            stopped.completeExceptionally(e);
-        } finally {
-            try {
-                worker.close();
-                stopped.complete(null);
-            } catch (RuntimeException e) {
-                stopped.completeExceptionally(e);
-            }
-        }
+        Throwable cause = t instanceof AgentTerminationException ? t.getCause() : t;
+        LOG.error("the step loop of this thread stopped", cause);
     }
 
     /** How long since the loop last finished a step: the liveness signal operators watch. */
     public long nanosSinceLastTurn() {
-        return System.nanoTime() - lastTurnNanos;
+        return System.nanoTime() - agent.lastTurnNanos;
     }
 
-    /** Whether the loop thread is still stepping (false once stopped or after an uncaught failure). */
+    /** Whether the loop thread is still stepping (false once stopped or after a failed step). */
     public boolean turning() {
-        return running && thread.isAlive() && !stopped.isDone();
+        return !agent.stopRequested && !agent.stopped.isDone() && !runner.isClosed();
     }
 
     public String name() {
-        return worker.name();
+        return agent.roleName();
     }
 
     /** Stops the loop and waits for the worker to close; rethrows what the loop or close failed with. */
     public void stop(Duration deadline) {
-        running = false;
+        agent.stopRequested = true;
         try {
-            stopped.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            agent.stopped.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
-            throw new IllegalStateException(worker.name() + " stopped with an error: " + e.getCause().getMessage(),
+            throw new IllegalStateException(name() + " stopped with an error: " + e.getCause().getMessage(),
                     e.getCause());
         } catch (TimeoutException e) {
-            throw new IllegalStateException(worker.name() + " did not stop within " + deadline);
+            throw new IllegalStateException(name() + " did not stop within " + deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while stopping " + worker.name(), e);
+            throw new IllegalStateException("interrupted while stopping " + name(), e);
+        } finally {
+            if (agent.stopped.isDone()) {
+                runner.close(); // the thread has left its duty cycle; this only joins it
+            }
         }
     }
 
     @Override
     public void close() {
         stop(Duration.ofSeconds(10));
+    }
+
+    /** The worker as an Agrona agent: records open, each turn, the failure that ended it, and its close. */
+    private static final class WorkerAgent implements Agent {
+
+        private final StepWorker worker;
+        private final CompletableFuture<Void> opened = new CompletableFuture<>();
+        private final CompletableFuture<Void> stopped = new CompletableFuture<>();
+        private volatile boolean stopRequested;
+        private volatile long lastTurnNanos = System.nanoTime();
+        private Throwable failure;
+
+        WorkerAgent(StepWorker worker) {
+            this.worker = worker;
+        }
+
+        @Override
+        public void onStart() {
+            try {
+                worker.open();
+            } catch (RuntimeException | Error e) {
+                opened.completeExceptionally(e);
+                throw e;
+            }
+            opened.complete(null);
+        }
+
+        @Override
+        public int doWork() {
+            if (stopRequested) {
+                throw new AgentTerminationException();
+            }
+            try {
+                int work = worker.doWork();
+                lastTurnNanos = System.nanoTime();
+                return work;
+            } catch (RuntimeException | Error e) {
+                failure = e;
+                throw new AgentTerminationException(e);
+            }
+        }
+
+        @Override
+        public void onClose() {
+            if (!opened.isDone() || opened.isCompletedExceptionally()) {
+                stopped.complete(null);
+                return;
+            }
+            try {
+                worker.close();
+            } catch (RuntimeException e) {
+                stopped.completeExceptionally(failure == null ? e : failure);
+                return;
+            }
+            if (failure == null) {
+                stopped.complete(null);
+            } else {
+                stopped.completeExceptionally(failure);
+            }
+        }
+
+        @Override
+        public String roleName() {
+            return worker.name();
+        }
     }
 }

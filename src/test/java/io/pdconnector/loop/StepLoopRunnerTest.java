@@ -1,0 +1,112 @@
+package io.pdconnector.loop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The runner alone, with a scripted worker: open, steps and close on one thread; a failed step stops it. */
+class StepLoopRunnerTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(10);
+
+    /** Records which thread did what; fails its step number {@code failAt} (0: never) or its open. */
+    private static final class ScriptedWorker implements StepWorker {
+        final List<String> events = Collections.synchronizedList(new ArrayList<>());
+        final List<Thread> threads = Collections.synchronizedList(new ArrayList<>());
+        final RuntimeException failure = new IllegalStateException("step 3 broke");
+        final int failAt;
+        final boolean failOpen;
+        volatile int steps;
+
+        ScriptedWorker(int failAt, boolean failOpen) {
+            this.failAt = failAt;
+            this.failOpen = failOpen;
+        }
+
+        @Override
+        public String name() {
+            return "scripted";
+        }
+
+        @Override
+        public void open() {
+            threads.add(Thread.currentThread());
+            events.add("open");
+            if (failOpen) {
+                throw new IllegalStateException("no slots registered");
+            }
+        }
+
+        @Override
+        public int doWork() {
+            threads.add(Thread.currentThread());
+            if (++steps == failAt) {
+                throw failure;
+            }
+            return 1;
+        }
+
+        @Override
+        public void close() {
+            threads.add(Thread.currentThread());
+            events.add("close");
+        }
+    }
+
+    @Test
+    void aLoopStepsOnOneThreadUntilStoppedThenClosesThere() throws Exception {
+        ScriptedWorker worker = new ScriptedWorker(0, false);
+        StepLoop loop = StepLoop.start(worker, DEADLINE);
+        awaitSteps(worker, 10);
+        assertTrue(loop.turning());
+
+        loop.stop(DEADLINE);
+
+        assertFalse(loop.turning());
+        assertEquals(List.of("open", "close"), worker.events);
+        assertEquals(1, worker.threads.stream().distinct().count(), "open, steps and close on the loop's thread");
+        assertFalse(worker.threads.contains(Thread.currentThread()));
+    }
+
+    @Test
+    void aFailedStepStopsTheLoopClosesTheWorkerAndStopRethrowsTheCause() throws Exception {
+        ScriptedWorker worker = new ScriptedWorker(3, false);
+        StepLoop loop = StepLoop.start(worker, DEADLINE);
+        long until = System.nanoTime() + DEADLINE.toNanos();
+        while (loop.turning() && System.nanoTime() < until) {
+            Thread.sleep(1);
+        }
+
+        assertFalse(loop.turning(), "liveness sees a stopped loop");
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> loop.stop(DEADLINE));
+        assertSame(worker.failure, e.getCause());
+        assertEquals(3, worker.steps, "no step after the failed one");
+        assertEquals(List.of("open", "close"), worker.events);
+    }
+
+    @Test
+    void aWorkerThatCannotOpenFailsStartWithItsReason() {
+        ScriptedWorker worker = new ScriptedWorker(0, true);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> StepLoop.start(worker, DEADLINE));
+
+        assertTrue(e.getMessage().contains("no slots registered"), e.getMessage());
+        assertEquals(0, worker.steps);
+    }
+
+    private static void awaitSteps(ScriptedWorker worker, int n) throws InterruptedException {
+        long until = System.nanoTime() + DEADLINE.toNanos();
+        while (worker.steps < n && System.nanoTime() < until) {
+            Thread.sleep(1);
+        }
+        assertTrue(worker.steps >= n, "the loop stepped " + worker.steps + " times");
+    }
+}
