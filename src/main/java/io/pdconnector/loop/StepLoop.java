@@ -12,23 +12,40 @@ import java.util.concurrent.TimeoutException;
  */
 public final class StepLoop implements AutoCloseable {
 
-    private static final long MAX_PARK_NANOS = 1_000_000;
+    /** The default of {@code pd.loop.max-idle-park}, for loops started without one (tests, benches). */
+    public static final Duration DEFAULT_MAX_IDLE_PARK = Duration.ofMillis(1);
+
+    /** The default of {@code pd.loop.stop-deadline}, used by {@link #close()} (tests, benches). */
+    public static final Duration DEFAULT_STOP_DEADLINE = Duration.ofSeconds(10);
 
     private final StepWorker worker;
+    private final long maxParkNanos;
     private final Thread thread;
     private final CompletableFuture<Void> opened = new CompletableFuture<>();
     private final CompletableFuture<Void> stopped = new CompletableFuture<>();
     private volatile boolean running = true;
     private volatile long lastTurnNanos = System.nanoTime();
 
-    private StepLoop(StepWorker worker) {
+    private StepLoop(StepWorker worker, Duration maxIdlePark) {
+        if (maxIdlePark.isNegative() || maxIdlePark.isZero()) {
+            throw new IllegalArgumentException("maxIdlePark must be positive, got " + maxIdlePark);
+        }
         this.worker = worker;
+        this.maxParkNanos = maxIdlePark.toNanos();
         this.thread = Thread.ofPlatform().name("step-loop-" + worker.name()).daemon().unstarted(this::run);
     }
 
-    /** Starts the loop and waits, up to {@code deadline}, for the worker to open. */
+    /** Starts the loop and waits, up to {@code deadline}, for the worker to open; idles as by default. */
     public static StepLoop start(StepWorker worker, Duration deadline) {
-        StepLoop loop = new StepLoop(worker);
+        return start(worker, deadline, DEFAULT_MAX_IDLE_PARK);
+    }
+
+    /**
+     * Starts the loop and waits, up to {@code deadline}, for the worker to open. An idle loop parks at
+     * most {@code maxIdlePark} at a time ({@link IdleStrategy}).
+     */
+    public static StepLoop start(StepWorker worker, Duration deadline, Duration maxIdlePark) {
+        StepLoop loop = new StepLoop(worker, maxIdlePark);
         loop.thread.start();
         try {
             loop.opened.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
@@ -54,7 +71,7 @@ public final class StepLoop implements AutoCloseable {
             return;
         }
         opened.complete(null);
-        IdleStrategy idle = new IdleStrategy(MAX_PARK_NANOS);
+        IdleStrategy idle = new IdleStrategy(maxParkNanos);
         try {
             while (running) {
                 idle.idle(worker.doWork());
@@ -102,8 +119,9 @@ public final class StepLoop implements AutoCloseable {
         }
     }
 
+    /** Stops with {@link #DEFAULT_STOP_DEADLINE}. */
     @Override
     public void close() {
-        stop(Duration.ofSeconds(10));
+        stop(DEFAULT_STOP_DEADLINE);
     }
 }
