@@ -1,19 +1,17 @@
 package io.pdconnector.config;
 
-import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.kv.ModelGeometry;
 import java.time.Duration;
 import java.util.Objects;
 
 /**
- * A decode instance's settings. {@code slotReadSpins} bounds how many times a step polls a slot
- * READ before leaving it to the next step; {@code slotChecksPerRead} is how many pulls one slot
- * READ can serve.
+ * A decode instance's settings, built with {@link #builder} (the service builds them from
+ * {@link PdConfig} in {@link ConnectorSettings}). {@code slotReadSpins} bounds how many times a step
+ * polls a slot READ before leaving it to the next step; {@code slotChecksPerRead} is how many pulls one
+ * slot READ can serve.
  */
 public record ConsumerConfig(
-        String engineId,
-        int tpSize,
-        ModelGeometry geometry,
+        InstanceSettings instance,
         int numBlocks,
         boolean leaseVerification,
         LoadFailurePolicy failurePolicy,
@@ -23,55 +21,122 @@ public record ConsumerConfig(
         int slotChecksPerRead,
         int commandQueueCapacity) {
 
+    /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
+    public static final Duration DEFAULT_HEARTBEAT = LeaseSettings.DEFAULT_DURATION.dividedBy(6);
+
     public ConsumerConfig {
-        Objects.requireNonNull(engineId, "engineId");
-        Objects.requireNonNull(geometry, "geometry");
+        Objects.requireNonNull(instance, "instance");
         Objects.requireNonNull(failurePolicy, "failurePolicy");
-        geometry.headsPerRank(tpSize);
-        positive("numBlocks", numBlocks);
-        positive("slotReadSpins", slotReadSpins);
-        positive("slotChecksPerRead", slotChecksPerRead);
-        positive("commandQueueCapacity", commandQueueCapacity);
-        if (heartbeatInterval.isNegative() || heartbeatInterval.isZero() || pullTimeout.isNegative()
-                || pullTimeout.isZero()) {
-            throw new IllegalArgumentException("heartbeatInterval and pullTimeout must be positive");
-        }
+        Require.positive("numBlocks", numBlocks);
+        Require.positive("slotReadSpins", slotReadSpins);
+        Require.positive("slotChecksPerRead", slotChecksPerRead);
+        Require.positive("commandQueueCapacity", commandQueueCapacity);
+        Require.positive("heartbeatInterval", heartbeatInterval);
+        Require.positive("pullTimeout", pullTimeout);
     }
 
-    /** Heartbeats every lease/6 of the default 30 s lease. */
+    /** Settings with every default ({@link Builder}) but the engine id. */
+    public static Builder builder(String engineId) {
+        return new Builder(engineId);
+    }
+
     public static ConsumerConfig defaults(String engineId) {
-        return new ConsumerConfig(engineId, 1, ModelGeometry.DEFAULT, 256, true, LoadFailurePolicy.FAIL,
-                Duration.ofSeconds(5), Duration.ofSeconds(120), 10_000, 64, 1024);
+        return builder(engineId).build();
     }
 
-    public ConsumerConfig withTp(int tp) {
-        return new ConsumerConfig(engineId, tp, geometry, numBlocks, leaseVerification, failurePolicy,
-                heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, commandQueueCapacity);
+    public String engineId() {
+        return instance.engineId();
     }
 
-    public ConsumerConfig withGeometry(ModelGeometry g) {
-        return new ConsumerConfig(engineId, tpSize, g, numBlocks, leaseVerification, failurePolicy,
-                heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, commandQueueCapacity);
+    public int tpSize() {
+        return instance.tpSize();
     }
 
-    public ConsumerConfig withBlocks(int blocks) {
-        return new ConsumerConfig(engineId, tpSize, geometry, blocks, leaseVerification, failurePolicy,
-                heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, commandQueueCapacity);
+    public ModelGeometry geometry() {
+        return instance.geometry();
     }
 
-    public ConsumerConfig withVerification(boolean on, LoadFailurePolicy policy) {
-        return new ConsumerConfig(engineId, tpSize, geometry, numBlocks, on, policy,
-                heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, commandQueueCapacity);
-    }
+    /**
+     * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,
+     * {@link ModelGeometry#DEFAULT}, 256 blocks, verified leases with policy {@code FAIL}, heartbeats
+     * every 5 s, a 120 s pull timeout, 10000 slot READ spins, 64 slot checks per READ and a command
+     * queue of 1024.
+     */
+    public static final class Builder {
 
-    public ConsumerConfig withTimeout(Duration timeout) {
-        return new ConsumerConfig(engineId, tpSize, geometry, numBlocks, leaseVerification, failurePolicy,
-                heartbeatInterval, timeout, slotReadSpins, slotChecksPerRead, commandQueueCapacity);
-    }
+        private final String engineId;
+        private int tpSize = 1;
+        private ModelGeometry geometry = ModelGeometry.DEFAULT;
+        private int numBlocks = 256;
+        private boolean verification = true;
+        private LoadFailurePolicy failurePolicy = LoadFailurePolicy.FAIL;
+        private Duration heartbeatInterval = DEFAULT_HEARTBEAT;
+        private Duration pullTimeout = Duration.ofSeconds(120);
+        private int slotReadSpins = 10_000;
+        private int slotChecksPerRead = 64;
+        private int commandQueueCapacity = 1024;
 
-    private static void positive(String name, int value) {
-        if (value < 1) {
-            throw new IllegalArgumentException(name + " must be positive, got " + value);
+        private Builder(String engineId) {
+            this.engineId = engineId;
+        }
+
+        public Builder tpSize(int tpSize) {
+            this.tpSize = tpSize;
+            return this;
+        }
+
+        public Builder geometry(ModelGeometry geometry) {
+            this.geometry = geometry;
+            return this;
+        }
+
+        /** KV blocks per rank. */
+        public Builder blocks(int numBlocks) {
+            this.numBlocks = numBlocks;
+            return this;
+        }
+
+        /** kv_lease_verification; off restores unverified pulls (L10). */
+        public Builder verification(boolean on) {
+            this.verification = on;
+            return this;
+        }
+
+        /** kv_load_failure_policy. */
+        public Builder failurePolicy(LoadFailurePolicy policy) {
+            this.failurePolicy = policy;
+            return this;
+        }
+
+        public Builder heartbeatInterval(Duration interval) {
+            this.heartbeatInterval = interval;
+            return this;
+        }
+
+        public Builder pullTimeout(Duration timeout) {
+            this.pullTimeout = timeout;
+            return this;
+        }
+
+        public Builder slotReadSpins(int spins) {
+            this.slotReadSpins = spins;
+            return this;
+        }
+
+        public Builder slotChecksPerRead(int checks) {
+            this.slotChecksPerRead = checks;
+            return this;
+        }
+
+        public Builder commandQueueCapacity(int capacity) {
+            this.commandQueueCapacity = capacity;
+            return this;
+        }
+
+        public ConsumerConfig build() {
+            return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
+                    failurePolicy, heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead,
+                    commandQueueCapacity);
         }
     }
 }

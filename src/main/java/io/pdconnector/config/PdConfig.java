@@ -12,6 +12,8 @@ import java.util.Optional;
 /**
  * The one configuration root of pd-connector: every key is {@code pd.*}, with its default here and
  * its meaning in the README ("Configuration"). Environment variables override (PD_LEASE_DURATION).
+ * {@link ConnectorSettings#from} maps it, once and by name, to the settings records P, D and the step
+ * loops take.
  */
 @ConfigMapping(prefix = "pd")
 public interface PdConfig {
@@ -53,6 +55,8 @@ public interface PdConfig {
     Transfer transfer();
 
     Nixl nixl();
+
+    Loop loop();
 
     enum Role {
         producer,
@@ -135,6 +139,12 @@ public interface PdConfig {
 
         /** How many times a step polls a slot READ before leaving it to the next step. */
         @WithDefault("10000") @Min(1) int slotReadSpins();
+
+        /**
+         * How many pulls one slot READ serves: it fetches up to this many lease slots (8 bytes each,
+         * into a landing buffer per peer rank); more waiting pulls wait for the next READ.
+         */
+        @WithDefault("64") @Min(1) int slotChecksPerRead();
     }
 
     interface Http {
@@ -148,6 +158,28 @@ public interface PdConfig {
         /** Deadline of the handshake fetch from a peer. */
         @WithDefault("5s")
         Duration handshakeTimeout();
+    }
+
+    /** The step loops (one for P, one for D): start-up and shutdown deadlines, idling, liveness. */
+    interface Loop {
+        /** How long a loop may take to open (NIXL agents, KV and slot registration) before start-up fails. */
+        @WithDefault("60s")
+        Duration openDeadline();
+
+        /** How long shutdown waits for a loop to finish its step and close (deregister, release memory). */
+        @WithDefault("10s")
+        Duration stopDeadline();
+
+        /**
+         * Longest pause of an idle loop (it spins, yields, then parks with a doubling pause up to this):
+         * the worst-case extra latency of the first command after a quiet spell, against idle CPU.
+         */
+        @WithDefault("1ms")
+        Duration maxIdlePark();
+
+        /** A loop that has not finished a step for this long is reported not live (a step never blocks). */
+        @WithDefault("10s")
+        Duration stallThreshold();
     }
 
     interface Metrics {

@@ -7,110 +7,179 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * A prefill instance's settings. {@code leaseSlots} 0 means the default, KV blocks + max_num_seqs:
- * enough for every block-holding request plus every request being scheduled. {@code kvShmDir} null
- * keeps each rank's KV in anonymous memory; otherwise it is a file there a local engine can map
- * ({@link #kvFile}). {@code reservationTimeout} is how long an engine may take between reserving a
- * request and finishing it before the request is taken back.
+ * A prefill instance's settings, built with {@link #builder} (the service builds them from
+ * {@link PdConfig} in {@link ConnectorSettings}). {@code host}/{@code port} are where peers reach this
+ * instance. {@code kvShmDir} null keeps each rank's KV in anonymous memory; otherwise it is a file there
+ * a local engine can map ({@link #kvFile}). The lease settings are grouped in {@link LeaseSettings}; the
+ * flat accessors ({@link #leaseDuration()} ...) read them.
  */
 public record ProducerConfig(
-        String engineId,
+        InstanceSettings instance,
         String host,
         int port,
-        int tpSize,
-        ModelGeometry geometry,
         int numBlocks,
         int maxNumSeqs,
-        int leaseSlots,
-        Duration leaseDuration,
-        boolean leaseVerification,
-        Path stateDir,
-        int commandQueueCapacity,
         Path kvShmDir,
-        Duration reservationTimeout) {
-
-    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
-    public static final Duration DEFAULT_RESERVATION_TIMEOUT = Duration.ofMinutes(10);
+        LeaseSettings lease,
+        int commandQueueCapacity) {
 
     public ProducerConfig {
-        Objects.requireNonNull(engineId, "engineId");
-        Objects.requireNonNull(geometry, "geometry");
-        Objects.requireNonNull(stateDir, "stateDir");
-        Objects.requireNonNull(leaseDuration, "leaseDuration");
-        Objects.requireNonNull(reservationTimeout, "reservationTimeout");
+        Objects.requireNonNull(instance, "instance");
+        Objects.requireNonNull(host, "host");
+        Objects.requireNonNull(lease, "lease");
         kvShmDir = kvShmDir == null ? null : kvShmDir.toAbsolutePath();
-        geometry.headsPerRank(tpSize);
-        positive("numBlocks", numBlocks);
-        positive("maxNumSeqs", maxNumSeqs);
-        positive("commandQueueCapacity", commandQueueCapacity);
-        if (leaseSlots < 0) {
-            throw new IllegalArgumentException("leaseSlots must not be negative (0 = default), got " + leaseSlots);
-        }
-        if (leaseDuration.toMillis() < 3) {
-            throw new IllegalArgumentException("leaseDuration must be at least 3 ms, got " + leaseDuration);
-        }
-        if (reservationTimeout.toMillis() < 1) {
-            throw new IllegalArgumentException("reservationTimeout must be at least 1 ms, got " + reservationTimeout);
-        }
+        Require.positive("numBlocks", numBlocks);
+        Require.positive("maxNumSeqs", maxNumSeqs);
+        Require.positive("commandQueueCapacity", commandQueueCapacity);
+    }
+
+    /** Settings with every default ({@link Builder}) but the engine id and the nonce state directory. */
+    public static Builder builder(String engineId, Path stateDir) {
+        return new Builder(engineId, stateDir);
     }
 
     public static ProducerConfig defaults(String engineId, Path stateDir) {
-        return new ProducerConfig(engineId, "127.0.0.1", 8080, 1, ModelGeometry.DEFAULT, 256, 64, 0,
-                DEFAULT_LEASE, true, stateDir, 1024, null, DEFAULT_RESERVATION_TIMEOUT);
+        return builder(engineId, stateDir).build();
+    }
+
+    public String engineId() {
+        return instance.engineId();
+    }
+
+    public int tpSize() {
+        return instance.tpSize();
+    }
+
+    public ModelGeometry geometry() {
+        return instance.geometry();
+    }
+
+    public Duration leaseDuration() {
+        return lease.duration();
+    }
+
+    public boolean leaseVerification() {
+        return lease.verification();
+    }
+
+    /** kv_lease_slots as configured; 0 means {@link #effectiveLeaseSlots()}'s default. */
+    public int leaseSlots() {
+        return lease.slots();
+    }
+
+    public Duration reservationTimeout() {
+        return lease.reservationTimeout();
+    }
+
+    public Path stateDir() {
+        return lease.stateDir();
     }
 
     /** Rank {@code rank}'s KV file, {@code pd-<engine>-r<rank>.kv} in {@code kvShmDir}; empty without one. */
     public Optional<Path> kvFile(int rank) {
-        return Optional.ofNullable(kvShmDir).map(dir -> dir.resolve("pd-" + engineId + "-r" + rank + ".kv"));
+        return Optional.ofNullable(kvShmDir).map(dir -> dir.resolve("pd-" + engineId() + "-r" + rank + ".kv"));
     }
 
+    /** Lease slots: as configured, or KV blocks + max_num_seqs, enough for every block-holding request
+     * plus every request being scheduled. */
     public int effectiveLeaseSlots() {
-        return leaseSlots == 0 ? numBlocks + maxNumSeqs : leaseSlots;
+        return leaseSlots() == 0 ? numBlocks + maxNumSeqs : leaseSlots();
     }
 
     /** Heartbeats extend a lease to now + 2/3 of its duration. */
     public long heartbeatExtensionMillis() {
-        return leaseDuration.toMillis() * 2 / 3;
+        return leaseDuration().toMillis() * 2 / 3;
     }
 
-    public ProducerConfig withTp(int tp) {
-        return new ProducerConfig(engineId, host, port, tp, geometry, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, leaseVerification, stateDir, commandQueueCapacity, kvShmDir, reservationTimeout);
-    }
+    /**
+     * Builds {@link ProducerConfig}s; the defaults are those of {@link PdConfig}: 127.0.0.1:8080, tp 1,
+     * {@link ModelGeometry#DEFAULT}, 256 blocks, max_num_seqs 64, default lease slots, a 30 s verified
+     * lease, a 10 min reservation timeout, a command queue of 1024 and no KV file directory.
+     */
+    public static final class Builder {
 
-    public ProducerConfig withGeometry(ModelGeometry g) {
-        return new ProducerConfig(engineId, host, port, tpSize, g, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, leaseVerification, stateDir, commandQueueCapacity, kvShmDir, reservationTimeout);
-    }
+        private final String engineId;
+        private Path stateDir;
+        private String host = "127.0.0.1";
+        private int port = 8080;
+        private int tpSize = 1;
+        private ModelGeometry geometry = ModelGeometry.DEFAULT;
+        private int numBlocks = 256;
+        private int maxNumSeqs = 64;
+        private int leaseSlots = 0;
+        private Duration leaseDuration = LeaseSettings.DEFAULT_DURATION;
+        private boolean verification = true;
+        private Duration reservationTimeout = LeaseSettings.DEFAULT_RESERVATION_TIMEOUT;
+        private int commandQueueCapacity = 1024;
+        private Path kvShmDir;
 
-    public ProducerConfig withBlocks(int blocks, int maxSeqs, int slots) {
-        return new ProducerConfig(engineId, host, port, tpSize, geometry, blocks, maxSeqs, slots,
-                leaseDuration, leaseVerification, stateDir, commandQueueCapacity, kvShmDir, reservationTimeout);
-    }
+        private Builder(String engineId, Path stateDir) {
+            this.engineId = engineId;
+            this.stateDir = stateDir;
+        }
 
-    public ProducerConfig withVerification(boolean on) {
-        return new ProducerConfig(engineId, host, port, tpSize, geometry, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, on, stateDir, commandQueueCapacity, kvShmDir, reservationTimeout);
-    }
+        /** Where peers reach this instance: {@code remote_host}/{@code remote_port} of its params. */
+        public Builder advertised(String host, int port) {
+            this.host = host;
+            this.port = port;
+            return this;
+        }
 
-    public ProducerConfig withQueueCapacity(int capacity) {
-        return new ProducerConfig(engineId, host, port, tpSize, geometry, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, leaseVerification, stateDir, capacity, kvShmDir, reservationTimeout);
-    }
+        public Builder tpSize(int tpSize) {
+            this.tpSize = tpSize;
+            return this;
+        }
 
-    public ProducerConfig withShmDir(Path dir) {
-        return new ProducerConfig(engineId, host, port, tpSize, geometry, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, leaseVerification, stateDir, commandQueueCapacity, dir, reservationTimeout);
-    }
+        public Builder geometry(ModelGeometry geometry) {
+            this.geometry = geometry;
+            return this;
+        }
 
-    public ProducerConfig withReservationTimeout(Duration timeout) {
-        return new ProducerConfig(engineId, host, port, tpSize, geometry, numBlocks, maxNumSeqs, leaseSlots,
-                leaseDuration, leaseVerification, stateDir, commandQueueCapacity, kvShmDir, timeout);
-    }
+        /** KV blocks per rank, vLLM's max_num_seqs, and lease slots (0 = blocks + max_num_seqs). */
+        public Builder blocks(int numBlocks, int maxNumSeqs, int leaseSlots) {
+            this.numBlocks = numBlocks;
+            this.maxNumSeqs = maxNumSeqs;
+            this.leaseSlots = leaseSlots;
+            return this;
+        }
 
-    private static void positive(String name, int value) {
-        if (value < 1) {
-            throw new IllegalArgumentException(name + " must be positive, got " + value);
+        public Builder leaseDuration(Duration leaseDuration) {
+            this.leaseDuration = leaseDuration;
+            return this;
+        }
+
+        /** kv_lease_verification; off restores unverified pulls (L10). */
+        public Builder verification(boolean on) {
+            this.verification = on;
+            return this;
+        }
+
+        public Builder reservationTimeout(Duration timeout) {
+            this.reservationTimeout = timeout;
+            return this;
+        }
+
+        public Builder stateDir(Path stateDir) {
+            this.stateDir = stateDir;
+            return this;
+        }
+
+        public Builder commandQueueCapacity(int capacity) {
+            this.commandQueueCapacity = capacity;
+            return this;
+        }
+
+        /** Keep each rank's KV in a file in {@code dir} (null: anonymous memory). */
+        public Builder kvShmDir(Path dir) {
+            this.kvShmDir = dir;
+            return this;
+        }
+
+        public ProducerConfig build() {
+            return new ProducerConfig(new InstanceSettings(engineId, tpSize, geometry), host, port, numBlocks,
+                    maxNumSeqs, kvShmDir,
+                    new LeaseSettings(leaseDuration, verification, leaseSlots, reservationTimeout, stateDir),
+                    commandQueueCapacity);
         }
     }
 }

@@ -3,7 +3,6 @@ package io.pdconnector.health;
 import io.pdconnector.loop.StepLoop;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.enterprise.context.ApplicationScoped;
-import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import org.eclipse.microprofile.health.HealthCheck;
@@ -13,14 +12,12 @@ import org.eclipse.microprofile.health.Liveness;
 
 /**
  * Live while every step loop of this instance is turning. A loop whose thread died, or that has not
- * finished a step for {@link #STALL} (a step never blocks, so that means it is stuck), makes the pod
- * restartable; the check names the loop.
+ * finished a step for {@code pd.loop.stall-threshold} (a step never blocks, so that means it is stuck),
+ * makes the pod restartable; the check names the loop.
  */
 @Liveness
 @ApplicationScoped
 public class StepLoopLiveness implements HealthCheck {
-
-    static final Duration STALL = Duration.ofSeconds(10);
 
     private final ConnectorRuntime runtime;
 
@@ -30,6 +27,7 @@ public class StepLoopLiveness implements HealthCheck {
 
     @Override
     public HealthCheckResponse call() {
+        long stallMs = runtime.settings().loop().stallThreshold().toMillis();
         HealthCheckResponseBuilder b = HealthCheckResponse.named("step-loops").up();
         for (Optional<StepLoop> maybe : List.of(runtime.producerLoop(), runtime.consumerLoop())) {
             maybe.ifPresent(loop -> {
@@ -37,7 +35,7 @@ public class StepLoopLiveness implements HealthCheck {
                 b.withData(loop.name() + ".ms-since-last-step", sinceMs);
                 if (!loop.turning()) {
                     b.down().withData("failed", loop.name() + " has stopped");
-                } else if (sinceMs > STALL.toMillis()) {
+                } else if (sinceMs > stallMs) {
                     b.down().withData("failed", loop.name() + " has not finished a step for " + sinceMs + " ms");
                 }
             });

@@ -25,22 +25,40 @@ public final class StepLoop implements AutoCloseable {
     private static final int IDLE_SPINS = 100;
     private static final int IDLE_YIELDS = 100;
     private static final long MIN_PARK_NANOS = 1_000;
-    /** The idle park ceiling: an idle loop picks up a command within this, and costs ~1,000 wake-ups/s. */
-    private static final long MAX_PARK_NANOS = 1_000_000;
+
+    /**
+     * The default of {@code pd.loop.max-idle-park}, for loops started without one (tests, benches): an
+     * idle loop picks up a command within it, at about 1,000 wake-ups a second.
+     */
+    public static final Duration DEFAULT_MAX_IDLE_PARK = Duration.ofMillis(1);
+
+    /** The default of {@code pd.loop.stop-deadline}, used by {@link #close()} (tests, benches). */
+    public static final Duration DEFAULT_STOP_DEADLINE = Duration.ofSeconds(10);
 
     private final WorkerAgent agent;
     private final AgentRunner runner;
 
-    private StepLoop(StepWorker worker) {
+    private StepLoop(StepWorker worker, Duration maxIdlePark) {
+        if (maxIdlePark.toNanos() < MIN_PARK_NANOS) {
+            throw new IllegalArgumentException("maxIdlePark must be at least 1 us, got " + maxIdlePark);
+        }
         this.agent = new WorkerAgent(worker);
         this.runner = new AgentRunner(
-                new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, MAX_PARK_NANOS),
+                new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, maxIdlePark.toNanos()),
                 StepLoop::logFailure, null, agent);
     }
 
-    /** Starts the loop and waits, up to {@code deadline}, for the worker to open. */
+    /** Starts the loop and waits, up to {@code deadline}, for the worker to open; idles as by default. */
     public static StepLoop start(StepWorker worker, Duration deadline) {
-        StepLoop loop = new StepLoop(worker);
+        return start(worker, deadline, DEFAULT_MAX_IDLE_PARK);
+    }
+
+    /**
+     * Starts the loop and waits, up to {@code deadline}, for the worker to open. An idle loop parks at
+     * most {@code maxIdlePark} at a time.
+     */
+    public static StepLoop start(StepWorker worker, Duration deadline, Duration maxIdlePark) {
+        StepLoop loop = new StepLoop(worker, maxIdlePark);
         AgentRunner.startOnThread(loop.runner,
                 r -> Thread.ofPlatform().name("step-loop-" + worker.name()).daemon().unstarted(r));
         try {
@@ -100,9 +118,10 @@ public final class StepLoop implements AutoCloseable {
         }
     }
 
+    /** Stops with {@link #DEFAULT_STOP_DEADLINE}. */
     @Override
     public void close() {
-        stop(Duration.ofSeconds(10));
+        stop(DEFAULT_STOP_DEADLINE);
     }
 
     /** The worker as an Agrona agent: records open, each turn, the failure that ended it, and its close. */

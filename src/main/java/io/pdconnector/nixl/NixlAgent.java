@@ -29,10 +29,15 @@ import java.util.function.BiConsumer;
  */
 final class NixlAgent implements TransferAgent {
 
+    /** Bound on an agent metadata blob, ours or a peer's: caps what a peer's handshake can make us allocate. */
     private static final int MAX_METADATA = 1 << 20;
+    /** Agent name buffer, NUL included: names are engine ids and ranks, far shorter. */
     private static final int NAME_CAPACITY = 256;
+    /** Scratch for one notification drain call; a fuller inbox is drained in more calls (DRAIN_MORE). */
     private static final int DRAIN_BUFFER = 64 * 1024;
+    /** Regions are allocated and mapped in whole pages (mmap's unit). */
     private static final long PAGE = 4096;
+    /** The helper's PDX_MORE (notif.c): the buffer filled before the inbox emptied. */
     private static final int DRAIN_MORE = 2;
 
     private final HelperBindings native_;

@@ -1,13 +1,13 @@
 package io.pdconnector.runtime;
 
-import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
-import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
+import io.pdconnector.loop.StepWorker;
 import io.pdconnector.metrics.ConnectorMetrics;
 import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.ProducerFacade;
@@ -16,7 +16,6 @@ import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Optional;
@@ -33,11 +32,10 @@ import org.jboss.logging.Logger;
 public class ConnectorRuntime {
 
     private static final Logger LOG = Logger.getLogger(ConnectorRuntime.class);
-    private static final Duration OPEN_DEADLINE = Duration.ofSeconds(60);
 
     private final PdConfig config;
+    private final ConnectorSettings settings;
     private final TransferEngine engine;
-    private final int httpPort;
     private final ConnectorMetrics metrics;
     private final EmbeddedRegistry registry;
     private LeaseScheduler leaseScheduler;
@@ -52,22 +50,22 @@ public class ConnectorRuntime {
         this.metrics = metrics;
         this.registry = registry;
         this.config = config;
+        this.settings = ConnectorSettings.from(config, httpPort);
         this.engine = engine;
-        this.httpPort = httpPort;
     }
 
     void start(@Observes StartupEvent event) {
         Duration deadline = config.http().requestDeadline();
         if (config.role().producer()) {
-            leaseScheduler = new LeaseScheduler(producerConfig(), engine, registry, InstantSource.system(), metrics);
+            leaseScheduler = new LeaseScheduler(settings.producer(), engine, registry, InstantSource.system(), metrics);
             metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
-            producerLoop = StepLoop.start(leaseScheduler, OPEN_DEADLINE);
+            producerLoop = start(leaseScheduler);
             producer = new ProducerFacade(leaseScheduler, deadline);
         }
         if (config.role().consumer()) {
-            pullScheduler = new PullScheduler(consumerConfig(), engine, registry, InstantSource.system(), metrics);
+            pullScheduler = new PullScheduler(settings.consumer(), engine, registry, InstantSource.system(), metrics);
             metrics.bindConsumer(pullScheduler.counters(), pullScheduler.gauges());
-            consumerLoop = StepLoop.start(pullScheduler, OPEN_DEADLINE);
+            consumerLoop = start(pullScheduler);
             consumer = new ConsumerFacade(pullScheduler, deadline);
         }
         LOG.infof("pd-connector %s started as %s (tp %d, %s transfers, lease verification %s)", config.engineId(),
@@ -75,7 +73,7 @@ public class ConnectorRuntime {
     }
 
     void stop(@Observes ShutdownEvent event) {
-        Duration deadline = Duration.ofSeconds(10);
+        Duration deadline = settings.loop().stopDeadline();
         if (consumerLoop != null) {
             consumerLoop.stop(deadline);
         }
@@ -116,23 +114,16 @@ public class ConnectorRuntime {
         return Optional.ofNullable(consumerLoop);
     }
 
+    /** The settings this instance runs with, mapped from {@link #config()} once. */
+    public ConnectorSettings settings() {
+        return settings;
+    }
+
     public ModelGeometry geometry() {
-        PdConfig.Model m = config.model();
-        return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes());
+        return settings.geometry();
     }
 
-    private ProducerConfig producerConfig() {
-        return new ProducerConfig(config.engineId(), config.advertisedHost(), config.advertisedPort().orElse(httpPort),
-                config.tpSize(), geometry(), config.kv().numBlocks(), config.kv().maxNumSeqs(), config.lease().slots(),
-                config.lease().duration(), config.lease().verification(), Path.of(config.lease().stateDir()),
-                config.http().queueCapacity(), Path.of(config.kv().shmDir()), config.lease().reservationTimeout());
-    }
-
-    private ConsumerConfig consumerConfig() {
-        Duration heartbeat = config.consumer().heartbeatInterval().orElse(config.lease().duration().dividedBy(6));
-        return new ConsumerConfig(config.engineId(), config.tpSize(), geometry(), config.kv().numBlocks(),
-                config.lease().verification(), config.consumer().failurePolicy(), heartbeat,
-                config.consumer().pullTimeout(), config.consumer().slotReadSpins(), 64,
-                config.http().queueCapacity());
+    private StepLoop start(StepWorker worker) {
+        return StepLoop.start(worker, settings.loop().openDeadline(), settings.loop().maxIdlePark());
     }
 }

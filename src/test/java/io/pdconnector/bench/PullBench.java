@@ -77,13 +77,10 @@ public final class PullBench {
         boolean verify = mode.verify;
         String tag = mode.name() + "_c" + concurrency;
         EmbeddedRegistry registry = new EmbeddedRegistry();
-        ProducerConfig pc = ProducerConfig.defaults("bench-p-" + tag, state).withBlocks(1024, 128, 0)
-                .withVerification(verify);
-        ConsumerConfig base = ConsumerConfig.defaults("bench-d-" + tag).withBlocks(1024)
-                .withVerification(verify, io.pdconnector.config.LoadFailurePolicy.FAIL);
-        ConsumerConfig dc = new ConsumerConfig(base.engineId(), base.tpSize(), base.geometry(), base.numBlocks(),
-                base.leaseVerification(), base.failurePolicy(), base.heartbeatInterval(), base.pullTimeout(),
-                mode.spins, base.slotChecksPerRead(), base.commandQueueCapacity());
+        ProducerConfig pc = ProducerConfig.builder("bench-p-" + tag, state).blocks(1024, 128, 0)
+                .verification(verify).build();
+        ConsumerConfig dc = ConsumerConfig.builder("bench-d-" + tag).blocks(1024).verification(verify)
+                .slotReadSpins(mode.spins).build();
         LeaseScheduler p = new LeaseScheduler(pc, engine, registry, InstantSource.system());
         PullScheduler d = new PullScheduler(dc, engine, registry, InstantSource.system());
         try (StepLoop pLoop = StepLoop.start(p, DEADLINE); StepLoop dLoop = StepLoop.start(d, DEADLINE)) {

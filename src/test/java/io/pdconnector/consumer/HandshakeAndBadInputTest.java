@@ -50,7 +50,7 @@ class HandshakeAndBadInputTest {
                 () -> cluster.pull(d, "a", promptA, edit(a, "remote_engine_id", "old")));
         assertTrue(e.getMessage().contains("version 14"), e.getMessage());
 
-        PullScheduler other = cluster.consumer(cluster.consumerConfig("d2").withGeometry(new ModelGeometry(2, 2, 8, 4, 1)));
+        PullScheduler other = cluster.consumer(cluster.consumerConfig("d2").geometry(new ModelGeometry(2, 2, 8, 4, 1)));
         e = assertThrows(IncompatiblePeerException.class, () -> cluster.pull(other, "a", prompt(1, 10), a));
         assertTrue(e.getMessage().contains("compatibility hash"), e.getMessage());
         assertEquals(0, d.snapshot().peers(), "nothing was loaded for a refused peer");

@@ -28,7 +28,7 @@ class PullAbortAndTimeoutTest {
 
     @Test
     void abortReleasesInFlightReadsAndBlocks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
@@ -47,7 +47,7 @@ class PullAbortAndTimeoutTest {
     @Test
     void pullWhoseReadsNeverCompleteTimesOutAndCancelsThem() {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTimeout(Duration.ofSeconds(10)));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(10)));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);

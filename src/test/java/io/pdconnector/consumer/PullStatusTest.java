@@ -29,7 +29,7 @@ class PullStatusTest {
     @Test
     void statusShowsAPullReadingThenReceivedWithItsLocalBlocks() {
         LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTimeout(Duration.ofSeconds(20)));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(20)));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
         cluster.engine.gates.close();
         var pull = d.submitPull("a", tokens, a);

@@ -82,8 +82,8 @@ class NixlRandomizedScheduleIT {
                 NixlDefaults.PROGRESS_DELAY_US));
         random = new Random(seed);
         // Engine (and so agent) names unique per run: every run's agents live in this one process.
-        p = cluster.producer(cluster.producerConfig("nixl-p" + seed).withTp(prefillTp).withBlocks(8, 3, 0));
-        d = cluster.consumer(cluster.consumerConfig("nixl-d" + seed, true, policy).withTp(decodeTp).withBlocks(8));
+        p = cluster.producer(cluster.producerConfig("nixl-p" + seed).tpSize(prefillTp).blocks(8, 3, 0));
+        d = cluster.consumer(cluster.consumerConfig("nixl-d" + seed, true, policy).tpSize(decodeTp).blocks(8));
         chaos = cluster.rawPeer("nixl-chaos" + seed, "nixl-p" + seed);
         reference = new ReferenceEngine(d.config().geometry());
         long started = System.nanoTime();

@@ -39,14 +39,14 @@ class StepLoopTest {
     private final EmbeddedRegistry registry = new EmbeddedRegistry();
     private final ManualClock clock = new ManualClock();
 
-    private ProducerConfig producerConfig() {
-        return ProducerConfig.defaults("p", dir).withGeometry(Cluster.SMALL).withBlocks(16, 4, 0);
+    private ProducerConfig.Builder producerConfig() {
+        return ProducerConfig.builder("p", dir).geometry(Cluster.SMALL).blocks(16, 4, 0);
     }
 
     @Test
     void producerAndConsumerOnTheirOwnThreadsMoveKvAndReleaseEverything() throws Exception {
-        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
-        PullScheduler d = new PullScheduler(ConsumerConfig.defaults("d").withGeometry(Cluster.SMALL).withBlocks(16),
+        LeaseScheduler p = new LeaseScheduler(producerConfig().build(), engine, registry, clock);
+        PullScheduler d = new PullScheduler(ConsumerConfig.builder("d").geometry(Cluster.SMALL).blocks(16).build(),
                 engine, registry, clock);
         try (StepLoop pLoop = StepLoop.start(p, DEADLINE); StepLoop dLoop = StepLoop.start(d, DEADLINE)) {
             ProducerFacade producer = new ProducerFacade(p, DEADLINE);
@@ -78,7 +78,7 @@ class StepLoopTest {
 
     @Test
     void aFullCommandQueueRejectsAtOnce() {
-        LeaseScheduler p = new LeaseScheduler(producerConfig().withQueueCapacity(2), engine, registry, clock);
+        LeaseScheduler p = new LeaseScheduler(producerConfig().commandQueueCapacity(2).build(), engine, registry, clock);
         p.submitPrefill("a", prompt(1, 4));
         p.submitPrefill("b", prompt(2, 4));
 
@@ -90,7 +90,7 @@ class StepLoopTest {
     @Test
     void aLoopThatCannotOpenFailsToStartWithItsReason() {
         engine.refuseRegionLabel = SlotArray.LABEL;
-        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
+        LeaseScheduler p = new LeaseScheduler(producerConfig().build(), engine, registry, clock);
 
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> StepLoop.start(p, DEADLINE));
 
@@ -100,7 +100,7 @@ class StepLoopTest {
 
     @Test
     void closingFailsCommandsThatWereNeverAnswered() throws Exception {
-        LeaseScheduler p = new LeaseScheduler(producerConfig(), engine, registry, clock);
+        LeaseScheduler p = new LeaseScheduler(producerConfig().build(), engine, registry, clock);
         p.open();
         CompletableFuture<KvTransferParams> pending = p.submitPrefill("a", prompt(1, 4));
 

@@ -23,7 +23,7 @@ class ProducerRankTest {
     private ProducerRank rank;
 
     private ProducerRank open() {
-        ProducerConfig config = ProducerConfig.defaults("p", dir).withGeometry(Cluster.SMALL).withBlocks(4, 2, 0);
+        ProducerConfig config = ProducerConfig.builder("p", dir).geometry(Cluster.SMALL).blocks(4, 2, 0).build();
         rank = ProducerRank.open(engine, config, 0);
         return rank;
     }
@@ -73,7 +73,7 @@ class ProducerRankTest {
     void L10_slotRegistrationFailureExplainsHowToRunUnverified() {
         var failing = new io.pdconnector.testing.RecordingEngine();
         failing.refuseRegionLabel = SlotArray.LABEL;
-        ProducerConfig config = ProducerConfig.defaults("p", dir).withGeometry(Cluster.SMALL).withBlocks(4, 2, 0);
+        ProducerConfig config = ProducerConfig.builder("p", dir).geometry(Cluster.SMALL).blocks(4, 2, 0).build();
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> ProducerRank.open(failing, config, 0));
         assertTrue(e.getMessage().contains("kv_lease_verification=false"), e.getMessage());

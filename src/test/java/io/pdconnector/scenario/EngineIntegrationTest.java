@@ -53,15 +53,15 @@ class EngineIntegrationTest {
     }
 
     private LeaseScheduler producer(int tp) {
-        return cluster.producer(config().withTp(tp));
+        return cluster.producer(config().tpSize(tp));
     }
 
-    private ProducerConfig config() {
-        return cluster.producerConfig("p").withShmDir(shm).withReservationTimeout(RESERVATION);
+    private ProducerConfig.Builder config() {
+        return cluster.producerConfig("p").kvShmDir(shm).reservationTimeout(RESERVATION);
     }
 
     private PullScheduler decoder(int tp) {
-        return cluster.consumer(cluster.consumerConfig("d").withTp(tp));
+        return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
     private Reservation reserve(LeaseScheduler p, String id, int tokens) {
@@ -241,7 +241,7 @@ class EngineIntegrationTest {
 
     @Test
     void L4_aReservationWithNoFreeSlotIsExportedWithoutLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
-        LeaseScheduler p = cluster.producer(config().withBlocks(16, 4, 1));
+        LeaseScheduler p = cluster.producer(config().blocks(16, 4, 1));
         PullScheduler d = decoder(1);
         assertTrue(reserve(p, "slotted", 4).hasLease());
 

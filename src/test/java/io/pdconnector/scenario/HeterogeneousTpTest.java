@@ -28,8 +28,8 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp1DecodeTp2_eachDecodeRankReadsItsHeadsAndPExpectsTwoReaders() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(1));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTp(2));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(1));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(2));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -46,8 +46,8 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp2DecodeTp1_theDecodeRankReadsBothPrefillRanks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTp(1));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -65,8 +65,8 @@ class HeterogeneousTpTest {
     @Test
     void prefillTp2DecodeTp4_withEightHeads() {
         ModelGeometry eightHeads = new ModelGeometry(3, 8, 16, 4, 2);
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withGeometry(eightHeads).withTp(2));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withGeometry(eightHeads).withTp(4));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").geometry(eightHeads).tpSize(2));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").geometry(eightHeads).tpSize(4));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -80,7 +80,7 @@ class HeterogeneousTpTest {
 
     @Test
     void aDuplicateNotificationFromOneReaderDoesNotCountAsTheSecondReader() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(1));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader-d0", "p");
 

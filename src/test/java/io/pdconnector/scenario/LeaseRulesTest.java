@@ -35,11 +35,11 @@ class LeaseRulesTest {
     }
 
     private LeaseScheduler producer(int tp) {
-        return cluster.producer(cluster.producerConfig("p").withTp(tp));
+        return cluster.producer(cluster.producerConfig("p").tpSize(tp));
     }
 
     private PullScheduler decoder(int tp) {
-        return cluster.consumer(cluster.consumerConfig("d").withTp(tp));
+        return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
     @Test
@@ -99,7 +99,7 @@ class LeaseRulesTest {
 
     @Test
     void L4_requestWithoutAFreeSlotGetsNoLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withBlocks(16, 4, 1));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").blocks(16, 4, 1));
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
@@ -118,7 +118,7 @@ class LeaseRulesTest {
 
     @Test
     void L4_slotReturnsToThePoolOnlyAfterEveryRankFinishedSending() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2).withBlocks(16, 4, 1));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2).blocks(16, 4, 1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader", "p");
         reader.send(0, "a:1:" + a.remoteLeaseNonce());
@@ -257,7 +257,7 @@ class LeaseRulesTest {
     @Test
     void L8_heartbeatsKeepTheLeaseOfAQueuedPullAlive() {
         LeaseScheduler p = producer(1);
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withBlocks(3));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").blocks(3));
         KvTransferParams first = cluster.prefill(p, "first", promptA);
         KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
         cluster.pull(d, "first", promptA, first);
@@ -370,7 +370,7 @@ class LeaseRulesTest {
     @Test
     void L10_producerThatCannotRegisterItsSlotsFailsToStart() {
         cluster.engine.refuseRegionLabel = "lease-slots";
-        LeaseScheduler p = new LeaseScheduler(cluster.producerConfig("p"), cluster.engine, cluster.registry,
+        LeaseScheduler p = new LeaseScheduler(cluster.producerConfig("p").build(), cluster.engine, cluster.registry,
                 cluster.clock);
 
         IllegalStateException e = assertThrows(IllegalStateException.class, p::open);
@@ -378,7 +378,7 @@ class LeaseRulesTest {
         assertTrue(e.getMessage().contains("cannot register its") && e.getMessage().contains("lease slots"),
                 e.getMessage());
         assertTrue(cluster.registry.lookup("p").isEmpty(), "a failed start publishes nothing");
-        LeaseScheduler unverified = cluster.producer(cluster.producerConfig("p").withVerification(false));
+        LeaseScheduler unverified = cluster.producer(cluster.producerConfig("p").verification(false));
         KvTransferParams a = cluster.prefill(unverified, "a", promptA);
         assertNull(a.remoteLeaseNonce(), "unverified, no lease fields");
         cluster.lapseAll();

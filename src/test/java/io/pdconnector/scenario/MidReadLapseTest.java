@@ -53,8 +53,8 @@ class MidReadLapseTest {
     @ParameterizedTest(name = "P TP{0}, D TP{1}")
     @CsvSource({"1,1", "2,1", "1,2"})
     void lapseDuringTheReadIsDeclined(int prefillTp, int decodeTp) {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(prefillTp).withBlocks(3, 2, 0));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTp(decodeTp));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
+        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(decodeTp));
 
         assertDeclined(pullAcrossALapse(p, d), "lease_mismatch");
 
@@ -66,9 +66,9 @@ class MidReadLapseTest {
     @ParameterizedTest(name = "P TP{0}, D TP{1}")
     @CsvSource({"1,1", "2,1", "1,2"})
     void withoutVerificationTheSameLapseDeliversForeignKv(int prefillTp, int decodeTp) {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(prefillTp).withBlocks(3, 2, 0));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL)
-                .withTp(decodeTp));
+                .tpSize(decodeTp));
 
         assertEquals(PullState.RECEIVED, pullAcrossALapse(p, d).state());
 

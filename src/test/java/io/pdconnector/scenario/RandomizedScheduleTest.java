@@ -59,8 +59,8 @@ class RandomizedScheduleTest {
     void receivedKvIsAlwaysTheReferenceAndNothingLeaks(long seed, int prefillTp, int decodeTp,
             LoadFailurePolicy policy) {
         random = new Random(seed);
-        p = cluster.producer(cluster.producerConfig("p").withTp(prefillTp).withBlocks(8, 3, 0));
-        d = cluster.consumer(cluster.consumerConfig("d", true, policy).withTp(decodeTp).withBlocks(8));
+        p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(8, 3, 0));
+        d = cluster.consumer(cluster.consumerConfig("d", true, policy).tpSize(decodeTp).blocks(8));
         chaos = cluster.rawPeer("chaos", "p");
 
         for (int i = 0; i < OPERATIONS; i++) {

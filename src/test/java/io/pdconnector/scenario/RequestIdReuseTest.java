@@ -32,7 +32,7 @@ class RequestIdReuseTest {
 
     @Test
     void lateReaderOfAttempt1IsDeclinedAndItsNotificationCannotReleaseAttempt2() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withBlocks(3, 2, 0));
+        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").blocks(3, 2, 0));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams attempt1 = cluster.prefill(p, "r", prompt1);
         cluster.lapseAll();

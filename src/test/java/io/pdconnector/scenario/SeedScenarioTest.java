@@ -35,11 +35,11 @@ class SeedScenarioTest {
     }
 
     private LeaseScheduler smallProducer() {
-        return cluster.producer(cluster.producerConfig("p").withGeometry(ModelGeometry.DEFAULT).withBlocks(6, 2, 0));
+        return cluster.producer(cluster.producerConfig("p").geometry(ModelGeometry.DEFAULT).blocks(6, 2, 0));
     }
 
     private PullScheduler decoder(boolean verify, LoadFailurePolicy policy) {
-        return cluster.consumer(cluster.consumerConfig("d", verify, policy).withGeometry(ModelGeometry.DEFAULT));
+        return cluster.consumer(cluster.consumerConfig("d", verify, policy).geometry(ModelGeometry.DEFAULT));
     }
 
     /** Prefill A, let its lease lapse unheartbeaten, prefill others until A's blocks hold other KV. */

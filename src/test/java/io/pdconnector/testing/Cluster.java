@@ -70,17 +70,26 @@ public final class Cluster implements AutoCloseable {
         return stateDir;
     }
 
-    public ProducerConfig producerConfig(String engineId) {
-        return ProducerConfig.defaults(engineId, stateDir.resolve(engineId)).withGeometry(SMALL)
-                .withBlocks(16, 4, 0);
+    /** A builder of this cluster's P settings: its own state directory, {@link #SMALL}, 16 blocks. */
+    public ProducerConfig.Builder producerConfig(String engineId) {
+        return ProducerConfig.builder(engineId, stateDir.resolve(engineId)).geometry(SMALL).blocks(16, 4, 0);
     }
 
-    public ConsumerConfig consumerConfig(String engineId) {
-        return ConsumerConfig.defaults(engineId).withGeometry(SMALL).withBlocks(16);
+    /** A builder of this cluster's D settings: {@link #SMALL}, 16 blocks. */
+    public ConsumerConfig.Builder consumerConfig(String engineId) {
+        return ConsumerConfig.builder(engineId).geometry(SMALL).blocks(16);
     }
 
-    public ConsumerConfig consumerConfig(String engineId, boolean verify, LoadFailurePolicy policy) {
-        return consumerConfig(engineId).withVerification(verify, policy);
+    public ConsumerConfig.Builder consumerConfig(String engineId, boolean verify, LoadFailurePolicy policy) {
+        return consumerConfig(engineId).verification(verify).failurePolicy(policy);
+    }
+
+    public LeaseScheduler producer(ProducerConfig.Builder config) {
+        return producer(config.build());
+    }
+
+    public PullScheduler consumer(ConsumerConfig.Builder config) {
+        return consumer(config.build());
     }
 
     public LeaseScheduler producer(ProducerConfig config) {

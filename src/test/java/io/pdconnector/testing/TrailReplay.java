@@ -62,10 +62,11 @@ public final class TrailReplay implements AutoCloseable {
     public TrailReplay(Trail trail) {
         this.trail = trail;
         this.checks = new ReplayChecks(this);
-        this.producerConfig = cluster.producerConfig("p").withTp(TP).withBlocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2);
+        this.producerConfig = cluster.producerConfig("p").tpSize(TP).blocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2)
+                .build();
         p = cluster.producer(producerConfig);
-        d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.FAIL).withTp(TP)
-                .withBlocks(trail.scarce() ? 1 : 2).withTimeout(Duration.ofMinutes(30)));
+        d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.FAIL).tpSize(TP)
+                .blocks(trail.scarce() ? 1 : 2).pullTimeout(Duration.ofMinutes(30)));
     }
 
     /** The trail, then every gate opened until all is decided, then nothing may be left held. */

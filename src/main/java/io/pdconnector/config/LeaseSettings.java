@@ -1,0 +1,32 @@
+package io.pdconnector.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * P's lease settings. {@code slots} 0 means the default, KV blocks + max_num_seqs.
+ * {@code reservationTimeout} is how long an engine may take between reserving a request and finishing
+ * it before the request is taken back. {@code stateDir} keeps the nonce epoch (L1).
+ */
+public record LeaseSettings(Duration duration, boolean verification, int slots, Duration reservationTimeout,
+        Path stateDir) {
+
+    public static final Duration DEFAULT_DURATION = Duration.ofSeconds(30);
+    public static final Duration DEFAULT_RESERVATION_TIMEOUT = Duration.ofMinutes(10);
+
+    public LeaseSettings {
+        Objects.requireNonNull(duration, "leaseDuration");
+        Objects.requireNonNull(reservationTimeout, "reservationTimeout");
+        Objects.requireNonNull(stateDir, "stateDir");
+        if (slots < 0) {
+            throw new IllegalArgumentException("leaseSlots must not be negative (0 = default), got " + slots);
+        }
+        if (duration.toMillis() < 3) {
+            throw new IllegalArgumentException("leaseDuration must be at least 3 ms, got " + duration);
+        }
+        if (reservationTimeout.toMillis() < 1) {
+            throw new IllegalArgumentException("reservationTimeout must be at least 1 ms, got " + reservationTimeout);
+        }
+    }
+}
