@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.kv.ModelGeometry;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.producer.LeaseState;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
@@ -28,7 +28,7 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp1DecodeTp2_eachDecodeRankReadsItsHeadsAndPExpectsTwoReaders() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").withTp(1));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTp(2));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -46,7 +46,7 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp2DecodeTp1_theDecodeRankReadsBothPrefillRanks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(2));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").withTp(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withTp(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -65,7 +65,7 @@ class HeterogeneousTpTest {
     @Test
     void prefillTp2DecodeTp4_withEightHeads() {
         ModelGeometry eightHeads = new ModelGeometry(3, 8, 16, 4, 2);
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withGeometry(eightHeads).withTp(2));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").withGeometry(eightHeads).withTp(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").withGeometry(eightHeads).withTp(4));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -80,7 +80,7 @@ class HeterogeneousTpTest {
 
     @Test
     void aDuplicateNotificationFromOneReaderDoesNotCountAsTheSecondReader() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").withTp(1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").withTp(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader-d0", "p");
 
