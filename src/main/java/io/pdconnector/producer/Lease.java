@@ -43,7 +43,7 @@ public final class Lease {
     }
 
     /** The one place a lease changes state; an illegal transition is a bug and throws. */
-    public void moveTo(LeaseState next) {
+    void moveTo(LeaseState next) {
         if (!state.canMoveTo(next, hasSlot())) {
             throw new IllegalStateException("lease " + requestId + " cannot move from " + state + " to " + next
                     + (hasSlot() ? "" : " (it has no slot)"));

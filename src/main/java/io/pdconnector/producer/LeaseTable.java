@@ -15,11 +15,8 @@ public final class LeaseTable {
         this.rankCount = rankCount;
     }
 
+    /** The caller ({@link Admission}) has refused an id that still holds a lease. */
     Lease reserve(String requestId, int[] blockIds, int numTokens, int slot, long nonce) {
-        if (byRequest.containsKey(requestId)) {
-            throw new IllegalArgumentException("request " + requestId + " still holds a lease; "
-                    + "an id can be reused only after its lease is freed");
-        }
         Lease lease = new Lease(requestId, blockIds, numTokens, slot, nonce, rankCount);
         byRequest.put(requestId, lease);
         return lease;

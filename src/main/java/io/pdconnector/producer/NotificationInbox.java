@@ -11,54 +11,63 @@ import io.pdconnector.protocol.LeaseNotification;
  */
 final class NotificationInbox {
 
-    /** Starts rank {@code rank}'s exit from {@code lease}: the owner queues the slot clear. */
-    interface RankExit {
-        void exit(Lease lease, int rank);
-    }
-
-    private final LeaseTable leases;
-    private final ProducerCounters counters;
+    private final ProducerState state;
+    private final LeaseExit exit;
     private final long extensionMillis;
-    private final RankExit rankExit;
 
-    NotificationInbox(LeaseTable leases, ProducerCounters counters, long extensionMillis, RankExit rankExit) {
-        this.leases = leases;
-        this.counters = counters;
-        this.extensionMillis = extensionMillis;
-        this.rankExit = rankExit;
+    NotificationInbox(ProducerState state, LeaseExit exit) {
+        this.state = state;
+        this.exit = exit;
+        this.extensionMillis = state.config.heartbeatExtensionMillis();
     }
 
-    void accept(int rank, String from, byte[] message, long now) {
+    /** Everything every rank's agent received since the last step. */
+    int drain(long now) {
+        int work = 0;
+        for (ProducerRank rank : state.ranks) {
+            work += rank.drainNotifications((from, message) -> accept(rank.rank(), from, message, now));
+        }
+        return work;
+    }
+
+    private void accept(int rank, String from, byte[] message, long now) {
         switch (LeaseNotification.parse(message)) {
             case LeaseNotification.Heartbeat hb -> hb.requestIds().forEach(id -> heartbeat(id, now));
             case LeaseNotification.Read read -> onRead(rank, from, read);
-            case LeaseNotification.Malformed m -> counters.malformedNotifications.incrementAndGet();
+            case LeaseNotification.Malformed m -> state.counters.malformedNotifications.incrementAndGet();
         }
     }
 
     private void heartbeat(String requestId, long now) {
-        Lease lease = leases.find(requestId);
+        Lease lease = state.leases.find(requestId);
         boolean extended = lease != null && lease.extend(now, extensionMillis);
-        (extended ? counters.heartbeatsApplied : counters.heartbeatsIgnored).incrementAndGet();
+        (extended ? state.counters.heartbeatsApplied : state.counters.heartbeatsIgnored).incrementAndGet();
     }
 
     private void onRead(int rank, String from, LeaseNotification.Read read) {
-        Lease lease = leases.find(read.requestId());
-        boolean current = lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0
-                && (read.nonce() == LeaseNotification.NO_NONCE || lease.hasSlot() && read.nonce() == lease.nonce());
-        if (!current) {
-            counters.staleNotifications.incrementAndGet();
+        Lease lease = state.leases.find(read.requestId());
+        if (!isCurrent(lease, read)) {
+            state.counters.staleNotifications.incrementAndGet();
             return;
         }
         switch (lease.recordReader(rank, from, read.consumers())) {
-            case DUPLICATE -> counters.duplicateNotifications.incrementAndGet();
+            case DUPLICATE -> state.counters.duplicateNotifications.incrementAndGet();
             case COUNTED -> { }
             case RANK_COMPLETE -> {
-                rankExit.exit(lease, rank);
+                exit.rank(lease, rank);
                 if (lease.allRanksExiting()) {
-                    counters.leasesReleasedByReaders.incrementAndGet();
+                    state.counters.leasesReleasedByReaders.incrementAndGet();
                 }
             }
         }
+    }
+
+    /**
+     * Whether a read notification is for the lease the id holds now: exported, and with its nonce
+     * (L6), so a reader of an earlier attempt cannot release this one.
+     */
+    private static boolean isCurrent(Lease lease, LeaseNotification.Read read) {
+        return lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0
+                && (read.nonce() == LeaseNotification.NO_NONCE || lease.hasSlot() && read.nonce() == lease.nonce());
     }
 }

@@ -4,7 +4,11 @@ import io.pdconnector.loop.LoopCommand;
 import io.pdconnector.protocol.KvTransferParams;
 import java.util.concurrent.CompletableFuture;
 
-/** What callers ask the producer step loop to do; each carries the future it is answered through. */
+/**
+ * What callers ask the producer step loop to do; each carries the future it is answered through.
+ * Built only by {@link ProducerFacade} and answered only by {@link ProducerCommandHandler}, so a new
+ * operation touches this interface, the facade and the handler, and nothing else.
+ */
 sealed interface ProducerCommand extends LoopCommand {
 
     /** A new request: it gets blocks, a slot and a nonce in the step that schedules it. */

@@ -1,46 +1,131 @@
 package io.pdconnector.producer;
 
+import io.pdconnector.config.ProducerConfig;
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.RequestIds;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 
-/** What the HTTP layer calls on P: each call submits to the step loop and waits with a deadline. */
+/**
+ * How any thread asks P's step loop for something, and the only builder of {@link ProducerCommand}s.
+ * Bad input is refused here, on the caller's thread (400), and queues nothing. Each operation comes
+ * twice: {@code submitX} returns the loop's future (for a caller that steps the loop itself), and
+ * {@code x} awaits it with the deadline (the HTTP layer).
+ */
 public final class ProducerFacade {
 
-    private final LeaseScheduler scheduler;
+    private final CommandQueue<ProducerCommand> commands;
+    private final ProducerConfig config;
     private final Duration deadline;
 
     public ProducerFacade(LeaseScheduler scheduler, Duration deadline) {
-        this.scheduler = scheduler;
+        this.commands = scheduler.commands();
+        this.config = scheduler.config();
         this.deadline = deadline;
     }
 
-    /** Prefills the prompt for a remote decoder and returns the params to forward to it. */
+    /** Prefills {@code tokens} for a remote decoder; completes with the params to forward to D. */
+    public CompletableFuture<KvTransferParams> submitPrefill(String requestId, int[] tokens) {
+        RequestIds.require(requestId);
+        requirePrompt(tokens);
+        int[] copy = tokens.clone();
+        return commands.submit(reply -> new ProducerCommand.Prefill(requestId, copy, reply));
+    }
+
     public KvTransferParams prefill(String requestId, int[] tokens) {
-        return Deadlines.await(scheduler.submitPrefill(requestId, tokens), deadline, "prefill " + requestId);
+        return Deadlines.await(submitPrefill(requestId, tokens), deadline, "prefill " + requestId);
     }
 
-    /** Reserves blocks for an engine that writes the KV itself (see {@link LeaseScheduler#submitReserve}). */
+    /**
+     * Reserves blocks (and a slot and nonce) for an engine that writes {@code numTokens} tokens of
+     * KV itself; completes once every rank's slot holds the nonce, with where to write.
+     */
+    public CompletableFuture<Reservation> submitReserve(String requestId, int numTokens) {
+        RequestIds.require(requestId);
+        requireFits(numTokens);
+        return commands.submit(reply -> new ProducerCommand.Reserve(requestId, numTokens, reply));
+    }
+
     public Reservation reserve(String requestId, int numTokens) {
-        return Deadlines.await(scheduler.submitReserve(requestId, numTokens), deadline, "reserve " + requestId);
+        return Deadlines.await(submitReserve(requestId, numTokens), deadline, "reserve " + requestId);
     }
 
-    /** Copies an engine's upload into the request's blocks. */
+    /** Copies an engine's uploaded KV into a reserved request's blocks (layout: {@link Reservation}). */
+    public CompletableFuture<Void> submitWriteKv(String requestId, byte[] kv) {
+        RequestIds.require(requestId);
+        if (kv == null) {
+            throw InvalidInputException.of("an upload needs a body");
+        }
+        return commands.submit(reply -> new ProducerCommand.WriteKv(requestId, kv, reply));
+    }
+
     public void writeKv(String requestId, byte[] kv) {
-        Deadlines.await(scheduler.submitWriteKv(requestId, kv), deadline, "KV upload of " + requestId);
+        Deadlines.await(submitWriteKv(requestId, kv), deadline, "KV upload of " + requestId);
     }
 
-    /** Exports a reserved request whose KV the engine wrote; returns the params to forward to D. */
+    /** The engine wrote a reserved request's KV: exports its lease, as a prefill's is exported. */
+    public CompletableFuture<KvTransferParams> submitFinish(String requestId) {
+        RequestIds.require(requestId);
+        return commands.submit(reply -> new ProducerCommand.Finish(requestId, reply));
+    }
+
     public KvTransferParams finish(String requestId) {
-        return Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
+        return Deadlines.await(submitFinish(requestId), deadline, "finish " + requestId);
+    }
+
+    public CompletableFuture<LeaseStatus> submitStatus(String requestId) {
+        RequestIds.require(requestId);
+        return commands.submit(reply -> new ProducerCommand.Status(requestId, reply));
     }
 
     public LeaseStatus status(String requestId) {
-        return Deadlines.await(scheduler.submitStatus(requestId), deadline, "status of " + requestId);
+        return Deadlines.await(submitStatus(requestId), deadline, "status of " + requestId);
     }
 
-    /** Releases the request's blocks now: its slot is zeroed first, so a late reader is declined. */
+    /**
+     * Releases a request's lease now, as if it expired (an engine's unfinished request too): its
+     * slot is zeroed first, so a late reader is declined.
+     */
+    public CompletableFuture<Void> submitAbort(String requestId) {
+        RequestIds.require(requestId);
+        return commands.submit(reply -> new ProducerCommand.Abort(requestId, reply));
+    }
+
     public void abort(String requestId) {
-        Deadlines.await(scheduler.submitAbort(requestId), deadline, "abort " + requestId);
+        Deadlines.await(submitAbort(requestId), deadline, "abort " + requestId);
+    }
+
+    public CompletableFuture<ProducerSnapshot> submitSnapshot() {
+        return commands.submit(ProducerCommand.Snapshot::new);
+    }
+
+    public ProducerSnapshot snapshot() {
+        return Deadlines.await(submitSnapshot(), deadline, "producer snapshot");
+    }
+
+    private void requirePrompt(int[] tokens) {
+        if (tokens == null) {
+            throw InvalidInputException.of("a prompt needs at least one token");
+        }
+        requireFits(tokens.length);
+        for (int t : tokens) {
+            if (t < 0) {
+                throw InvalidInputException.of("token ids must not be negative, got " + t);
+            }
+        }
+    }
+
+    private void requireFits(int numTokens) {
+        if (numTokens < 1) {
+            throw InvalidInputException.of("a request needs at least one token, got " + numTokens);
+        }
+        long capacity = (long) config.numBlocks() * config.geometry().blockTokens();
+        if (numTokens > capacity) {
+            throw InvalidInputException.of("a prompt of " + numTokens + " tokens exceeds this instance's "
+                    + capacity + "-token KV capacity");
+        }
     }
 }

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.kv.ModelGeometry;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
@@ -38,7 +38,7 @@ class HandshakeAndBadInputTest {
 
     @Test
     void peerWithAnotherVersionOrGeometryIsRefusedWithAClearError() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().getFirst();
         cluster.registry.publish("old", List.of(new HandshakeMetadata("old", 0, 1, real.agentName(),
@@ -60,7 +60,7 @@ class HandshakeAndBadInputTest {
 
     @Test
     void paramsThatDoNotFitThePeerAreRejectedAndChangeNothing() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         ConsumerSnapshot before = d.snapshot();
@@ -83,17 +83,17 @@ class HandshakeAndBadInputTest {
 
     @Test
     void badPrefillInputIsRejectedBeforeItReachesTheLoop() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
-        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[0]));
-        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a,b", promptA));
-        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[] {1, -1}));
-        assertThrows(InvalidInputException.class, () -> p.submitPrefill("a", new int[16 * 4 + 1]));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitPrefill("a", new int[0]));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitPrefill("a,b", promptA));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitPrefill("a", new int[] {1, -1}));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitPrefill("a", new int[16 * 4 + 1]));
         cluster.assertNoLeak();
     }
 
     @Test
     void restartedProducerIsHandshakenAgainAndTheOldPeerReleased() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         assertEquals(io.pdconnector.consumer.PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -101,7 +101,7 @@ class HandshakeAndBadInputTest {
         cluster.steps(2);
         cluster.stop(p);
 
-        LeaseScheduler restarted = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture restarted = cluster.producer(cluster.producerConfig("p"));
         KvTransferParams b = cluster.prefill(restarted, "b", promptA);
 
         assertTrue(b.remoteLeaseNonce() > a.remoteLeaseNonce(), "a new epoch after the restart (L1)");

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.LeaseState;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.time.Duration;
@@ -28,7 +28,7 @@ class PullAbortAndTimeoutTest {
 
     @Test
     void abortReleasesInFlightReadsAndBlocks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
@@ -46,7 +46,7 @@ class PullAbortAndTimeoutTest {
 
     @Test
     void pullWhoseReadsNeverCompleteTimesOutAndCancelsThem() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(10)));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();

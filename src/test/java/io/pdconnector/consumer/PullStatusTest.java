@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.error.UnknownRequestException;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.time.Duration;
@@ -28,7 +28,7 @@ class PullStatusTest {
 
     @Test
     void statusShowsAPullReadingThenReceivedWithItsLocalBlocks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(20)));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
         cluster.engine.gates.close();
@@ -55,10 +55,10 @@ class PullStatusTest {
 
     @Test
     void aRecomputedPullKeepsItsReasonAndAnUnknownOrReleasedPullIsUnknown() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
-        cluster.await(p.submitAbort("a"));
+        cluster.await(p.facade().submitAbort("a"));
         cluster.pull(d, "a", tokens, a);
 
         PullStatus recomputed = cluster.await(d.submitStatus("a"));

@@ -11,7 +11,7 @@ import io.pdconnector.consumer.PullState;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.testing.Cluster;
@@ -58,7 +58,7 @@ class NixlRandomizedScheduleIT {
     private final List<Attempt> attempts = new ArrayList<>();
     private final Map<String, Submitted> pulls = new LinkedHashMap<>();
     private final Map<String, Integer> outcomes = new LinkedHashMap<>();
-    private LeaseScheduler p;
+    private ProducerFixture p;
     private PullScheduler d;
     private RawPeer chaos;
     private ReferenceEngine reference;
@@ -118,7 +118,7 @@ class NixlRandomizedScheduleIT {
             case STEP_CONSUMERS -> cluster.stepConsumers();
             case REPLAY_NOTIFICATION -> replayNotification();
             case CHAOS_HEARTBEAT -> chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
-            case ABORT_PREFILL -> p.submitAbort(IDS[random.nextInt(IDS.length)]);
+            case ABORT_PREFILL -> p.facade().submitAbort(IDS[random.nextInt(IDS.length)]);
             case ABORT_PULL -> {
                 if (!pulls.isEmpty()) {
                     d.submitAbort(List.copyOf(pulls.keySet()).get(random.nextInt(pulls.size())));
@@ -130,7 +130,7 @@ class NixlRandomizedScheduleIT {
     /** A prefill is decided within P's next step (no I/O: local slot and KV writes). */
     private void prefill() {
         int[] tokens = prompt(random.nextInt(1_000_000), 1 + random.nextInt(12));
-        CompletableFuture<KvTransferParams> f = p.submitPrefill(IDS[random.nextInt(IDS.length)], tokens);
+        CompletableFuture<KvTransferParams> f = p.facade().submitPrefill(IDS[random.nextInt(IDS.length)], tokens);
         cluster.stepProducers();
         assertTrue(f.isDone(), "a prefill is answered in the step that takes it");
         if (!f.isCompletedExceptionally()) {

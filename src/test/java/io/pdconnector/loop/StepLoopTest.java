@@ -59,7 +59,7 @@ class StepLoopTest {
                 assertTrue(consumer.matchesReference("r" + i));
                 consumer.finish("r" + i);
             }
-            ProducerSnapshot s = awaitIdle(p);
+            ProducerSnapshot s = awaitIdle(producer);
             assertTrue(s.idle(), "every lease was released by its reader: " + s);
             assertTrue(d.submitSnapshot().get(10, TimeUnit.SECONDS).idle());
         }
@@ -67,11 +67,11 @@ class StepLoopTest {
     }
 
     /** The last notifications may still be in P's inbox when D answers; P's loop drains them shortly. */
-    private static ProducerSnapshot awaitIdle(LeaseScheduler p) throws Exception {
+    private static ProducerSnapshot awaitIdle(ProducerFacade producer) throws Exception {
         long deadline = System.nanoTime() + DEADLINE.toNanos();
-        ProducerSnapshot s = p.submitSnapshot().get(10, TimeUnit.SECONDS);
+        ProducerSnapshot s = producer.submitSnapshot().get(10, TimeUnit.SECONDS);
         while (!s.idle() && System.nanoTime() < deadline) {
-            s = p.submitSnapshot().get(10, TimeUnit.SECONDS);
+            s = producer.submitSnapshot().get(10, TimeUnit.SECONDS);
         }
         return s;
     }
@@ -79,10 +79,12 @@ class StepLoopTest {
     @Test
     void aFullCommandQueueRejectsAtOnce() {
         LeaseScheduler p = new LeaseScheduler(producerConfig().commandQueueCapacity(2).build(), engine, registry, clock);
-        p.submitPrefill("a", prompt(1, 4));
-        p.submitPrefill("b", prompt(2, 4));
+        ProducerFacade producer = new ProducerFacade(p, DEADLINE);
+        producer.submitPrefill("a", prompt(1, 4));
+        producer.submitPrefill("b", prompt(2, 4));
 
-        UnavailableException e = assertThrows(UnavailableException.class, () -> p.submitPrefill("c", prompt(3, 4)));
+        UnavailableException e = assertThrows(UnavailableException.class,
+                () -> producer.submitPrefill("c", prompt(3, 4)));
 
         assertTrue(e.getMessage().contains("busy"), e.getMessage());
     }
@@ -102,7 +104,7 @@ class StepLoopTest {
     void closingFailsCommandsThatWereNeverAnswered() throws Exception {
         LeaseScheduler p = new LeaseScheduler(producerConfig().build(), engine, registry, clock);
         p.open();
-        CompletableFuture<KvTransferParams> pending = p.submitPrefill("a", prompt(1, 4));
+        CompletableFuture<KvTransferParams> pending = new ProducerFacade(p, DEADLINE).submitPrefill("a", prompt(1, 4));
 
         p.close();
 

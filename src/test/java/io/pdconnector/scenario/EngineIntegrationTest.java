@@ -15,9 +15,9 @@ import io.pdconnector.consumer.PullState;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UnknownRequestException;
-import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.LeaseState;
 import io.pdconnector.producer.LeaseStatus;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.producer.Reservation;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
@@ -52,7 +52,7 @@ class EngineIntegrationTest {
         cluster.close();
     }
 
-    private LeaseScheduler producer(int tp) {
+    private ProducerFixture producer(int tp) {
         return cluster.producer(config().tpSize(tp));
     }
 
@@ -64,12 +64,12 @@ class EngineIntegrationTest {
         return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
-    private Reservation reserve(LeaseScheduler p, String id, int tokens) {
-        return cluster.await(p.submitReserve(id, tokens));
+    private Reservation reserve(ProducerFixture p, String id, int tokens) {
+        return cluster.await(p.facade().submitReserve(id, tokens));
     }
 
-    private LeaseStatus status(LeaseScheduler p, String id) {
-        return cluster.await(p.submitStatus(id));
+    private LeaseStatus status(ProducerFixture p, String id) {
+        return cluster.await(p.facade().submitStatus(id));
     }
 
     /** Bytes in the upload layout: for each reserved block, each rank's slice in rank order. */
@@ -97,7 +97,7 @@ class EngineIntegrationTest {
 
     @Test
     void anEngineWritesThroughTheSharedFilesAndTheDecoderGetsExactlyThoseBytes() throws IOException {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(2);
         Reservation r = reserve(p, "e", 10);
         assertEquals(3, r.blockIds().length, "10 tokens in blocks of 4");
@@ -115,7 +115,7 @@ class EngineIntegrationTest {
         byte[] kv = kvBytes(r, 1);
         writeThroughFiles(r, kv);
 
-        KvTransferParams params = cluster.await(p.submitFinish("e"));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("e"));
 
         assertEquals(10, params.remoteNumTokens());
         assertEquals(writing.nonce(), params.remoteLeaseNonce());
@@ -129,13 +129,13 @@ class EngineIntegrationTest {
 
     @Test
     void anUploadLandsInEachRanksBlocksAndTheDecoderGetsExactlyThoseBytes() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(2);
         Reservation r = reserve(p, "u", 7);
         byte[] kv = kvBytes(r, 2);
 
-        cluster.await(p.submitWriteKv("u", kv));
-        KvTransferParams params = cluster.await(p.submitFinish("u"));
+        cluster.await(p.facade().submitWriteKv("u", kv));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("u"));
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "u", prompt(2, 7), params).state());
         assertArrayEquals(kv, cluster.await(d.submitReadKv("u")));
@@ -145,14 +145,14 @@ class EngineIntegrationTest {
 
     @Test
     void reservedBlocksStartZeroedEvenWhenAnEarlierRequestLeftKvInThem() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = decoder(1);
         KvTransferParams earlier = cluster.prefill(p, "earlier", prompt(3, 8));
-        cluster.await(p.submitAbort("earlier"));
+        cluster.await(p.facade().submitAbort("earlier"));
         cluster.steps(2);
 
         Reservation r = reserve(p, "later", 8);
-        KvTransferParams params = cluster.await(p.submitFinish("later"));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("later"));
 
         assertArrayEquals(earlier.blockIds(), r.blockIds(), "the freed blocks were reused (LIFO)");
         assertEquals(PullState.RECEIVED, cluster.pull(d, "later", prompt(3, 8), params).state());
@@ -163,13 +163,13 @@ class EngineIntegrationTest {
 
     @Test
     void finishBeforeAnyUploadExportsAndAnUploadAfterFinishIsRefused() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         Reservation r = reserve(p, "f", 5);
-        KvTransferParams params = cluster.await(p.submitFinish("f"));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("f"));
         assertTrue(params.hasLease(), "finish cannot know how the engine wrote; it exports what the blocks hold");
 
         StateConflictException e = assertThrows(StateConflictException.class,
-                () -> cluster.await(p.submitWriteKv("f", kvBytes(r, 3))));
+                () -> cluster.await(p.facade().submitWriteKv("f", kvBytes(r, 3))));
 
         assertTrue(e.getMessage().contains("EXPORTED") && e.getMessage().contains("finished already"), e.getMessage());
         assertEquals(params.remoteLeaseNonce(), p.slotValue(0, params.remoteLeaseSlot()), "the live lease is untouched");
@@ -179,7 +179,7 @@ class EngineIntegrationTest {
 
     @Test
     void anUploadOfTheWrongSizeIsRefusedAndChangesNothing() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(2);
         Reservation r = reserve(p, "w", 5);
         byte[] good = kvBytes(r, 4);
@@ -188,13 +188,13 @@ class EngineIntegrationTest {
             byte[] bad = new byte[size];
             java.util.Arrays.fill(bad, (byte) 7);
             InvalidInputException e = assertThrows(InvalidInputException.class,
-                    () -> cluster.await(p.submitWriteKv("w", bad)));
+                    () -> cluster.await(p.facade().submitWriteKv("w", bad)));
             assertTrue(e.getMessage().contains(good.length + " bytes (2 blocks x 2 ranks x " + r.blockBytes()
                     + " bytes), got " + size),
                     e.getMessage());
         }
         assertEquals(LeaseState.WRITING, status(p, "w").state());
-        KvTransferParams params = cluster.await(p.submitFinish("w"));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("w"));
         cluster.pull(d, "w", prompt(4, 5), params);
         assertArrayEquals(new byte[good.length], cluster.await(d.submitReadKv("w")), "no refused byte landed");
         cluster.finish(d, "w");
@@ -203,14 +203,14 @@ class EngineIntegrationTest {
 
     @Test
     void aSecondFinishIsRefusedAndTheLeaseIsExportedOnce() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         reserve(p, "twice", 5);
-        KvTransferParams first = cluster.await(p.submitFinish("twice"));
+        KvTransferParams first = cluster.await(p.facade().submitFinish("twice"));
         long expiresAt = p.lease("twice").expiresAtMillis();
         cluster.clock.advance(Duration.ofSeconds(5));
 
         StateConflictException e = assertThrows(StateConflictException.class,
-                () -> cluster.await(p.submitFinish("twice")));
+                () -> cluster.await(p.facade().submitFinish("twice")));
 
         assertTrue(e.getMessage().contains("finished already"), e.getMessage());
         assertEquals(1, p.counters().leasesExported.get());
@@ -222,26 +222,26 @@ class EngineIntegrationTest {
 
     @Test
     void abortOfAReservedRequestZeroesItsSlotsAndFreesItsBlocks() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         reserve(p, "gone", 9);
         LeaseStatus held = status(p, "gone");
 
-        cluster.await(p.submitAbort("gone"));
+        cluster.await(p.facade().submitAbort("gone"));
 
         assertNull(p.lease("gone"), "every rank zeroed its slot in the abort's step, then the blocks were freed");
         for (int rank = 0; rank < 2; rank++) {
             assertEquals(0, p.slotValue(rank, held.slot()), "rank " + rank);
         }
         assertEquals(1, p.counters().leasesAborted.get());
-        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitFinish("gone")));
-        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitWriteKv("gone", new byte[1])));
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.facade().submitFinish("gone")));
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.facade().submitWriteKv("gone", new byte[1])));
         assertEquals(0, p.counters().leasesExported.get(), "an aborted reservation is never exported");
         cluster.assertNoLeak();
     }
 
     @Test
     void L4_aReservationWithNoFreeSlotIsExportedWithoutLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
-        LeaseScheduler p = cluster.producer(config().blocks(16, 4, 1));
+        ProducerFixture p = cluster.producer(config().blocks(16, 4, 1));
         PullScheduler d = decoder(1);
         assertTrue(reserve(p, "slotted", 4).hasLease());
 
@@ -252,18 +252,18 @@ class EngineIntegrationTest {
         assertEquals(LeaseState.WRITING, s.state());
         assertNull(s.slot());
         assertNull(s.nonce());
-        KvTransferParams params = cluster.await(p.submitFinish("slotless"));
+        KvTransferParams params = cluster.await(p.facade().submitFinish("slotless"));
         assertFalse(params.hasLease());
         assertEquals(1, p.counters().exportsWithoutSlot.get());
         assertDeclined(cluster.pull(d, "slotless", prompt(5, 4), params), "no_lease");
-        cluster.await(p.submitAbort("slotted"));
+        cluster.await(p.facade().submitAbort("slotted"));
         cluster.lapseAll();
         cluster.assertNoLeak();
     }
 
     @Test
     void aReservationOutlivesTheLeaseDurationIgnoresHeartbeatsAndIsTakenBackOnlyAtItsFinishDeadline() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         reserve(p, "slow", 5);
         var heartbeat = cluster.rawPeer("hb", "p");
 
@@ -283,17 +283,17 @@ class EngineIntegrationTest {
         assertNull(p.lease("slow"));
         assertEquals(1, p.counters().reservationsAbandoned.get());
         assertEquals(0, p.counters().leasesExpired.get(), "taken back, not expired: it never was a lease");
-        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitFinish("slow")));
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.facade().submitFinish("slow")));
         cluster.assertNoLeak();
     }
 
     @Test
     void theLeaseClockStartsAtFinish() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         reserve(p, "late", 5);
         cluster.clock.advance(Cluster.LEASE.multipliedBy(2));
 
-        cluster.await(p.submitFinish("late"));
+        cluster.await(p.facade().submitFinish("late"));
 
         assertEquals(Cluster.LEASE.toMillis(), status(p, "late").expiresInMillis());
         assertNull(status(p, "late").finishInMillis());
@@ -304,7 +304,7 @@ class EngineIntegrationTest {
 
     @Test
     void statusFollowsALeaseThroughReleaseAndAnUnknownRequestIsUnknown() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         KvTransferParams a = cluster.prefill(p, "s", prompt(6, 6));
         var reader = cluster.rawPeer("reader", "p");
 
@@ -320,19 +320,19 @@ class EngineIntegrationTest {
         assertEquals(LeaseState.RELEASING, releasing.state());
         assertEquals(1, releasing.ranksFinished());
         assertEquals(2, releasing.ranks());
-        assertThrows(UnknownRequestException.class, () -> cluster.await(p.submitStatus("nobody")));
+        assertThrows(UnknownRequestException.class, () -> cluster.await(p.facade().submitStatus("nobody")));
         reader.send(1, "s:1:" + a.remoteLeaseNonce());
         cluster.assertNoLeak();
     }
 
     @Test
     void badReservationsAreRefusedOnTheCallersThreadAndQueueNothing() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
 
-        assertThrows(InvalidInputException.class, () -> p.submitReserve("zero", 0));
-        assertThrows(InvalidInputException.class, () -> p.submitReserve("huge", 16 * 4 + 1));
-        assertThrows(InvalidInputException.class, () -> p.submitReserve("a:b", 4));
-        assertThrows(InvalidInputException.class, () -> p.submitWriteKv("x", null));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitReserve("zero", 0));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitReserve("huge", 16 * 4 + 1));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitReserve("a:b", 4));
+        assertThrows(InvalidInputException.class, () -> p.facade().submitWriteKv("x", null));
 
         cluster.steps(1);
         assertEquals(0, p.snapshot().liveLeases());
@@ -340,20 +340,20 @@ class EngineIntegrationTest {
 
     @Test
     void aDuplicateReservationIsRefusedWhileTheFirstIsHeld() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         reserve(p, "dup", 4);
 
         StateConflictException e = assertThrows(StateConflictException.class, () -> reserve(p, "dup", 4));
 
         assertTrue(e.getMessage().contains("still holds a lease"), e.getMessage());
         assertEquals(1, p.snapshot().liveLeases());
-        cluster.await(p.submitAbort("dup"));
+        cluster.await(p.facade().submitAbort("dup"));
         cluster.assertNoLeak();
     }
 
     @Test
     void shutdownReleasesAnUnfinishedReservationAndUnlinksTheKvFiles() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         Reservation r = reserve(p, "open", 4);
 
         cluster.stop(p);
@@ -365,13 +365,13 @@ class EngineIntegrationTest {
 
     @Test
     void withoutAShmDirectoryTheRegionsAreAnonymousAndOnlyUploadsReachThem() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
 
         Reservation r = reserve(p, "anon", 4);
 
         assertTrue(r.ranks().stream().allMatch(region -> region.file().isEmpty()));
-        cluster.await(p.submitWriteKv("anon", kvBytes(r, 5)));
-        cluster.await(p.submitAbort("anon"));
+        cluster.await(p.facade().submitWriteKv("anon", kvBytes(r, 5)));
+        cluster.await(p.facade().submitAbort("anon"));
         cluster.assertNoLeak();
     }
 }

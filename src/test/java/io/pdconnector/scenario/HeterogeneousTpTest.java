@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.kv.ModelGeometry;
-import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.LeaseState;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
@@ -28,7 +28,7 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp1DecodeTp2_eachDecodeRankReadsItsHeadsAndPExpectsTwoReaders() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(1));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(2));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -46,7 +46,7 @@ class HeterogeneousTpTest {
 
     @Test
     void prefillTp2DecodeTp1_theDecodeRankReadsBothPrefillRanks() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -65,7 +65,7 @@ class HeterogeneousTpTest {
     @Test
     void prefillTp2DecodeTp4_withEightHeads() {
         ModelGeometry eightHeads = new ModelGeometry(3, 8, 16, 4, 2);
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").geometry(eightHeads).tpSize(2));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").geometry(eightHeads).tpSize(2));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").geometry(eightHeads).tpSize(4));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -80,7 +80,7 @@ class HeterogeneousTpTest {
 
     @Test
     void aDuplicateNotificationFromOneReaderDoesNotCountAsTheSecondReader() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader-d0", "p");
 

@@ -12,8 +12,8 @@ import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.LeaseState;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
@@ -34,7 +34,7 @@ class LeaseRulesTest {
         cluster.close();
     }
 
-    private LeaseScheduler producer(int tp) {
+    private ProducerFixture producer(int tp) {
         return cluster.producer(cluster.producerConfig("p").tpSize(tp));
     }
 
@@ -44,7 +44,7 @@ class LeaseRulesTest {
 
     @Test
     void L2_slotHoldsTheNonceOnEveryRankWhenParamsAreExported() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(LeaseState.EXPORTED, p.lease("a").state());
@@ -59,7 +59,7 @@ class LeaseRulesTest {
 
     @Test
     void L3_blocksAreFreedOnlyWhenEveryRankHasZeroedItsSlot() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader", "p");
         int free = p.snapshot().freeBlocks();
@@ -81,11 +81,11 @@ class LeaseRulesTest {
 
     @Test
     void L3_expiryAndAbortZeroTheSlotsOnEveryRankAndFreeTheBlocks() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
 
-        cluster.await(p.submitAbort("a"));
+        cluster.await(p.facade().submitAbort("a"));
         cluster.steps(2);
         assertEquals(0, p.slotValue(0, a.remoteLeaseSlot()));
         assertEquals(0, p.slotValue(1, a.remoteLeaseSlot()));
@@ -99,7 +99,7 @@ class LeaseRulesTest {
 
     @Test
     void L4_requestWithoutAFreeSlotGetsNoLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").blocks(16, 4, 1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").blocks(16, 4, 1));
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
@@ -118,7 +118,7 @@ class LeaseRulesTest {
 
     @Test
     void L4_slotReturnsToThePoolOnlyAfterEveryRankFinishedSending() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(2).blocks(16, 4, 1));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2).blocks(16, 4, 1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer reader = cluster.rawPeer("reader", "p");
         reader.send(0, "a:1:" + a.remoteLeaseNonce());
@@ -136,7 +136,7 @@ class LeaseRulesTest {
 
     @Test
     void L5_oneSlotReadPerRemoteRankPerStepPostedAfterEveryBlockRead() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(1);
         List<KvTransferParams> params = List.of(cluster.prefill(p, "a", promptA),
                 cluster.prefill(p, "b", prompt(2, 10)), cluster.prefill(p, "c", prompt(3, 10)));
@@ -162,7 +162,7 @@ class LeaseRulesTest {
 
     @Test
     void L6_notificationCarriesTheNonceAndFollowsTheSlotCheck() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -179,10 +179,10 @@ class LeaseRulesTest {
 
     @Test
     void L6_declinedPullSendsNoReadNotification() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.await(p.submitAbort("a"));
+        cluster.await(p.facade().submitAbort("a"));
         cluster.steps(2);
 
         assertDeclined(cluster.pull(d, "a", promptA, a), "lease_mismatch");
@@ -193,7 +193,7 @@ class LeaseRulesTest {
 
     @Test
     void L7_failedSlotReadFailsTheLoadAndIsCounted() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.failNext("slot", "p-p0");
@@ -209,7 +209,7 @@ class LeaseRulesTest {
     /** Found by replaying the model's MUT_L9 trail: the other rank's READ was never polled again. */
     @Test
     void L7_aSlotReadStillInFlightWhenAnotherRanksFailedIsPolledToItsEnd() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
@@ -238,7 +238,7 @@ class LeaseRulesTest {
 
     @Test
     void L7_recomputePolicyRecomputesAfterAFailedCheck() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.failNext("slot", "p-p0");
@@ -256,7 +256,7 @@ class LeaseRulesTest {
 
     @Test
     void L8_heartbeatsKeepTheLeaseOfAQueuedPullAlive() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").blocks(3));
         KvTransferParams first = cluster.prefill(p, "first", promptA);
         KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
@@ -284,7 +284,7 @@ class LeaseRulesTest {
 
     @Test
     void L8_heartbeatNeverRevivesAnExpiredLease() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         RawPeer decoder = cluster.rawPeer("late-decoder", "p");
         cluster.clock.advance(Cluster.LEASE);
@@ -305,7 +305,7 @@ class LeaseRulesTest {
 
     @Test
     void L8_reaperSweepsEveryLeaseWhateverTheOrderOfExpiries() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         RawPeer decoder = cluster.rawPeer("decoder", "p");
         cluster.prefill(p, "early", promptA);
         cluster.clock.advance(Duration.ofSeconds(10));
@@ -332,7 +332,7 @@ class LeaseRulesTest {
 
     @Test
     void L9_multiRankPullIsDecidedOnlyWhenEveryReadIsTerminal() {
-        LeaseScheduler p = producer(2);
+        ProducerFixture p = producer(2);
         PullScheduler d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
@@ -353,7 +353,7 @@ class LeaseRulesTest {
 
     @Test
     void L10_verificationOffSkipsTheSlotReadAndNotifiesWithoutNonce() {
-        LeaseScheduler p = producer(1);
+        ProducerFixture p = producer(1);
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
@@ -370,7 +370,7 @@ class LeaseRulesTest {
     @Test
     void L10_producerThatCannotRegisterItsSlotsFailsToStart() {
         cluster.engine.refuseRegionLabel = "lease-slots";
-        LeaseScheduler p = new LeaseScheduler(cluster.producerConfig("p").build(), cluster.engine, cluster.registry,
+        ProducerFixture p = new ProducerFixture(cluster.producerConfig("p").build(), cluster.engine, cluster.registry,
                 cluster.clock);
 
         IllegalStateException e = assertThrows(IllegalStateException.class, p::open);
@@ -378,7 +378,7 @@ class LeaseRulesTest {
         assertTrue(e.getMessage().contains("cannot register its") && e.getMessage().contains("lease slots"),
                 e.getMessage());
         assertTrue(cluster.registry.lookup("p").isEmpty(), "a failed start publishes nothing");
-        LeaseScheduler unverified = cluster.producer(cluster.producerConfig("p").verification(false));
+        ProducerFixture unverified = cluster.producer(cluster.producerConfig("p").verification(false));
         KvTransferParams a = cluster.prefill(unverified, "a", promptA);
         assertNull(a.remoteLeaseNonce(), "unverified, no lease fields");
         cluster.lapseAll();

@@ -11,7 +11,7 @@ import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.util.concurrent.CompletableFuture;
@@ -33,7 +33,7 @@ class MidReadLapseTest {
         cluster.close();
     }
 
-    private PullOutcome pullAcrossALapse(LeaseScheduler p, PullScheduler d) {
+    private PullOutcome pullAcrossALapse(ProducerFixture p, PullScheduler d) {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.step();
@@ -43,7 +43,7 @@ class MidReadLapseTest {
         cluster.clock.advance(Cluster.LEASE.plusSeconds(1));
         cluster.stepProducers();
         cluster.stepProducers();
-        CompletableFuture<KvTransferParams> reuse = p.submitPrefill("b", prompt(2, 10));
+        CompletableFuture<KvTransferParams> reuse = p.facade().submitPrefill("b", prompt(2, 10));
         cluster.stepProducers();
         assertArrayEquals(a.blockIds(), reuse.join().blockIds(), "B now owns the blocks D is reading");
 
@@ -53,7 +53,7 @@ class MidReadLapseTest {
     @ParameterizedTest(name = "P TP{0}, D TP{1}")
     @CsvSource({"1,1", "2,1", "1,2"})
     void lapseDuringTheReadIsDeclined(int prefillTp, int decodeTp) {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(decodeTp));
 
         assertDeclined(pullAcrossALapse(p, d), "lease_mismatch");
@@ -66,7 +66,7 @@ class MidReadLapseTest {
     @ParameterizedTest(name = "P TP{0}, D TP{1}")
     @CsvSource({"1,1", "2,1", "1,2"})
     void withoutVerificationTheSameLapseDeliversForeignKv(int prefillTp, int decodeTp) {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL)
                 .tpSize(decodeTp));
 

@@ -8,7 +8,7 @@ import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
@@ -43,7 +43,7 @@ class RandomizedScheduleTest {
     private final List<Attempt> attempts = new ArrayList<>();
     private final Map<String, CompletableFuture<PullOutcome>> pulls = new LinkedHashMap<>();
     private final Map<String, Integer> outcomes = new LinkedHashMap<>();
-    private LeaseScheduler p;
+    private ProducerFixture p;
     private PullScheduler d;
     private RawPeer chaos;
     private Random random;
@@ -84,7 +84,7 @@ class RandomizedScheduleTest {
             case STEP_CONSUMERS -> cluster.stepConsumers();
             case REPLAY_NOTIFICATION -> replayNotification();
             case CHAOS_HEARTBEAT -> chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
-            case ABORT_PREFILL -> p.submitAbort(IDS[random.nextInt(IDS.length)]);
+            case ABORT_PREFILL -> p.facade().submitAbort(IDS[random.nextInt(IDS.length)]);
             case ABORT_PULL -> {
                 if (!pulls.isEmpty()) {
                     d.submitAbort(List.copyOf(pulls.keySet()).get(random.nextInt(pulls.size())));
@@ -95,7 +95,7 @@ class RandomizedScheduleTest {
 
     private void prefill() {
         int[] tokens = prompt(random.nextInt(1_000_000), 1 + random.nextInt(12));
-        CompletableFuture<KvTransferParams> f = p.submitPrefill(IDS[random.nextInt(IDS.length)], tokens);
+        CompletableFuture<KvTransferParams> f = p.facade().submitPrefill(IDS[random.nextInt(IDS.length)], tokens);
         cluster.stepProducers();
         if (!f.isCompletedExceptionally()) {
             attempts.add(new Attempt(f.join(), tokens));

@@ -10,8 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.error.StateConflictException;
-import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.LeaseState;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
@@ -32,7 +32,7 @@ class RequestIdReuseTest {
 
     @Test
     void lateReaderOfAttempt1IsDeclinedAndItsNotificationCannotReleaseAttempt2() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p").blocks(3, 2, 0));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").blocks(3, 2, 0));
         PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams attempt1 = cluster.prefill(p, "r", prompt1);
         cluster.lapseAll();
@@ -59,7 +59,7 @@ class RequestIdReuseTest {
 
     @Test
     void malformedNotificationsAreCountedAndChangeNothing() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         KvTransferParams a = cluster.prefill(p, "r", prompt1);
         RawPeer rogue = cluster.rawPeer("rogue", "p");
 
@@ -77,7 +77,7 @@ class RequestIdReuseTest {
 
     @Test
     void anIdCannotBeReusedWhileItsLeaseIsHeld() {
-        LeaseScheduler p = cluster.producer(cluster.producerConfig("p"));
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         cluster.prefill(p, "r", prompt1);
 
         StateConflictException e = org.junit.jupiter.api.Assertions.assertThrows(StateConflictException.class,

@@ -13,7 +13,7 @@ import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.kv.ModelGeometry;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import org.junit.jupiter.api.AfterEach;
@@ -34,7 +34,7 @@ class SeedScenarioTest {
         cluster.close();
     }
 
-    private LeaseScheduler smallProducer() {
+    private ProducerFixture smallProducer() {
         return cluster.producer(cluster.producerConfig("p").geometry(ModelGeometry.DEFAULT).blocks(6, 2, 0));
     }
 
@@ -43,7 +43,7 @@ class SeedScenarioTest {
     }
 
     /** Prefill A, let its lease lapse unheartbeaten, prefill others until A's blocks hold other KV. */
-    private KvTransferParams lapseAndReuse(LeaseScheduler p) {
+    private KvTransferParams lapseAndReuse(ProducerFixture p) {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.lapseAll();
         assertTrue(p.snapshot().idle(), "A's lease was reaped");
@@ -55,7 +55,7 @@ class SeedScenarioTest {
 
     @Test
     void verificationOff_receivesSomeoneElsesKv() {
-        LeaseScheduler p = smallProducer();
+        ProducerFixture p = smallProducer();
         PullScheduler d = decoder(false, LoadFailurePolicy.FAIL);
         KvTransferParams a = lapseAndReuse(p);
 
@@ -70,7 +70,7 @@ class SeedScenarioTest {
 
     @Test
     void verificationOnWithFail_declinesLeaseMismatch() {
-        LeaseScheduler p = smallProducer();
+        ProducerFixture p = smallProducer();
         PullScheduler d = decoder(true, LoadFailurePolicy.FAIL);
         KvTransferParams a = lapseAndReuse(p);
 
@@ -84,7 +84,7 @@ class SeedScenarioTest {
 
     @Test
     void verificationOnWithRecompute_endsWithTheRightKv() {
-        LeaseScheduler p = smallProducer();
+        ProducerFixture p = smallProducer();
         PullScheduler d = decoder(true, LoadFailurePolicy.RECOMPUTE);
         KvTransferParams a = lapseAndReuse(p);
 
@@ -100,7 +100,7 @@ class SeedScenarioTest {
 
     @Test
     void controlWithoutWait_receivesTheRightKvAndReleasesP() {
-        LeaseScheduler p = smallProducer();
+        ProducerFixture p = smallProducer();
         PullScheduler d = decoder(true, LoadFailurePolicy.FAIL);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 

@@ -11,7 +11,7 @@ import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.kv.ModelGeometry;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.producer.ProducerSnapshot;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.transfer.TransferEngine;
@@ -40,7 +40,7 @@ public final class Cluster implements AutoCloseable {
     public final RecordingEngine engine;
     public final EmbeddedRegistry registry = new EmbeddedRegistry();
     private final Path stateDir;
-    private final List<LeaseScheduler> producers = new ArrayList<>();
+    private final List<ProducerFixture> producers = new ArrayList<>();
     private final List<PullScheduler> consumers = new ArrayList<>();
     private final List<RawPeer> rawPeers = new ArrayList<>();
 
@@ -84,7 +84,7 @@ public final class Cluster implements AutoCloseable {
         return consumerConfig(engineId).verification(verify).failurePolicy(policy);
     }
 
-    public LeaseScheduler producer(ProducerConfig.Builder config) {
+    public ProducerFixture producer(ProducerConfig.Builder config) {
         return producer(config.build());
     }
 
@@ -92,15 +92,15 @@ public final class Cluster implements AutoCloseable {
         return consumer(config.build());
     }
 
-    public LeaseScheduler producer(ProducerConfig config) {
-        LeaseScheduler p = new LeaseScheduler(config, engine, registry, clock);
+    public ProducerFixture producer(ProducerConfig config) {
+        ProducerFixture p = new ProducerFixture(config, engine, registry, clock);
         p.open();
         producers.add(p);
         return p;
     }
 
     /** Shuts a producer down, as a crash-free restart would before the new process starts. */
-    public void stop(LeaseScheduler p) {
+    public void stop(ProducerFixture p) {
         producers.remove(p);
         p.close();
     }
@@ -114,12 +114,12 @@ public final class Cluster implements AutoCloseable {
 
     /** One step of every producer, then of every consumer. */
     public void step() {
-        producers.forEach(LeaseScheduler::doWork);
+        producers.forEach(ProducerFixture::doWork);
         consumers.forEach(PullScheduler::doWork);
     }
 
     public void stepProducers() {
-        producers.forEach(LeaseScheduler::doWork);
+        producers.forEach(ProducerFixture::doWork);
     }
 
     public void stepConsumers() {
@@ -145,8 +145,8 @@ public final class Cluster implements AutoCloseable {
         }
     }
 
-    public KvTransferParams prefill(LeaseScheduler p, String id, int[] tokens) {
-        return await(p.submitPrefill(id, tokens));
+    public KvTransferParams prefill(ProducerFixture p, String id, int[] tokens) {
+        return await(p.facade().submitPrefill(id, tokens));
     }
 
     public PullOutcome pull(PullScheduler c, String id, int[] tokens, KvTransferParams params) {
@@ -174,7 +174,7 @@ public final class Cluster implements AutoCloseable {
      */
     public void assertNoLeak() {
         steps(2);
-        for (LeaseScheduler p : producers) {
+        for (ProducerFixture p : producers) {
             ProducerSnapshot s = p.snapshot();
             assertTrue(s.idle(), p.name() + " still holds something: " + s);
         }
@@ -201,7 +201,7 @@ public final class Cluster implements AutoCloseable {
         for (PullScheduler c : consumers) {
             first = closeQuietly(c::close, first);
         }
-        for (LeaseScheduler p : producers) {
+        for (ProducerFixture p : producers) {
             first = closeQuietly(p::close, first);
         }
         if (first == null && !engine.unclosedAgents().isEmpty()) {

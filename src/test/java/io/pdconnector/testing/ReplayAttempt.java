@@ -1,7 +1,7 @@
 package io.pdconnector.testing;
 
 import io.pdconnector.producer.Lease;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import java.util.HashSet;
 import java.util.Set;
@@ -26,7 +26,7 @@ final class ReplayAttempt {
     }
 
     /** This attempt's lease on {@code p}, or null: the id's lease counts only if it has this nonce. */
-    Lease lease(LeaseScheduler p) {
+    Lease lease(ProducerFixture p) {
         Lease l = p.lease(requestId);
         return l != null && params != null && params.hasLease() && l.nonce() == params.remoteLeaseNonce() ? l : null;
     }

@@ -8,7 +8,7 @@ import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.Lease;
-import io.pdconnector.producer.LeaseScheduler;
+import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,7 +52,7 @@ public final class TrailReplay implements AutoCloseable {
     private final Trail trail;
     private final ReplayChecks checks;
     private final ProducerConfig producerConfig;
-    LeaseScheduler p;
+    ProducerFixture p;
     PullScheduler d;
     private RawPeer chaos;
     private int chaosPeers;
@@ -116,11 +116,11 @@ public final class TrailReplay implements AutoCloseable {
         cluster.clock.advance(Duration.ofSeconds(1));
         if (p.lease(at.requestId) != null) {
             log.add("  Java still holds " + at.requestId + " and would refuse the retry: the router aborts it");
-            p.submitAbort(at.requestId);
+            p.facade().submitAbort(at.requestId);
             markLost(at.requestId);
             stepPUntil(() -> p.lease(at.requestId) == null);
         }
-        CompletableFuture<KvTransferParams> f = p.submitPrefill(at.requestId, at.tokens);
+        CompletableFuture<KvTransferParams> f = p.facade().submitPrefill(at.requestId, at.tokens);
         stepP();
         require(f.isDone() && !f.isCompletedExceptionally(), "the prefill of a" + at.index + " was not exported: "
                 + f);
@@ -139,7 +139,7 @@ public final class TrailReplay implements AutoCloseable {
         }
         if (otherLeaseLapsesBy(at, lease.expiresAtMillis())) {
             log.add("  another lease would lapse first: a" + at.index + " is aborted instead (the same release)");
-            p.submitAbort(at.requestId);
+            p.facade().submitAbort(at.requestId);
         } else {
             cluster.clock.advance(Duration.ofMillis(Math.max(0, lease.expiresAtMillis() - cluster.clock.millis())));
         }
