@@ -26,10 +26,6 @@ public final class ConsumerFixture {
         this.facade = new ConsumerFacade(scheduler, DEADLINE);
     }
 
-    public PullScheduler scheduler() {
-        return scheduler;
-    }
-
     public ConsumerFacade facade() {
         return facade;
     }
