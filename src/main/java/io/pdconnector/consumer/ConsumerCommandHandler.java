@@ -8,7 +8,8 @@ import java.util.function.Supplier;
 /**
  * Answers every {@link ConsumerCommand}, on the loop thread. A refusal the caller can act on (a
  * {@link PdException}) fails the command's reply and changes nothing; anything else is a bug and
- * leaves the step.
+ * leaves the step. A new pull is the exception: whatever fails its arrival, a peer's transfer
+ * error included, is its caller's answer ({@link Arrival}).
  */
 final class ConsumerCommandHandler {
 
