@@ -67,7 +67,7 @@ public class ConsumerResource {
         byte[] kv = consumer.readKv(id);
         CRC32C crc = new CRC32C();
         crc.update(kv);
-        consumer.finish(id);
+        consumer.release(id);
         return Response.ok(kv).header("X-KV-Checksum", checksumText(crc.getValue())).build();
     }
 

@@ -82,7 +82,7 @@ class ReferenceGeneration {
         try {
             kv = consumer.readKv(requestId);
         } finally {
-            consumer.finish(requestId);
+            consumer.release(requestId);
         }
         long digest = KvDigest.ofRankSlices(kv, runtime.geometry(), runtime.config().tpSize());
         return new Generation(ReferenceDecoder.decode(digest, n), prompt.length, null);

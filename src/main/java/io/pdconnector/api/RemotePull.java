@@ -10,7 +10,7 @@ import io.pdconnector.protocol.KvTransferParams;
 /**
  * A pull as every D-side API does it: the peer's metadata first, the pull, a fresh handshake next
  * time if the transfer itself failed (the peer may have restarted), and a decline as a 409 problem
- * with the machine-readable reason. A received or recomputed pull holds D's blocks until finished.
+ * with the machine-readable reason. A received or recomputed pull holds D's blocks until released.
  */
 final class RemotePull {
 

@@ -4,7 +4,10 @@ import io.pdconnector.loop.LoopCommand;
 import io.pdconnector.protocol.KvTransferParams;
 import java.util.concurrent.CompletableFuture;
 
-/** What callers ask the consumer step loop to do; each carries the future it is answered through. */
+/**
+ * What callers ask the consumer step loop to do; each carries the future it is answered through.
+ * {@link ConsumerFacade} alone builds them, {@link ConsumerCommandHandler} alone answers them.
+ */
 sealed interface ConsumerCommand extends LoopCommand {
 
     record Start(String requestId, int[] tokens, KvTransferParams params, CompletableFuture<PullOutcome> reply)
@@ -15,7 +18,7 @@ sealed interface ConsumerCommand extends LoopCommand {
     }
 
     /** Decode is done with the pulled KV: free the local blocks. */
-    record Finish(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
+    record Release(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
     }
 
     record MatchesReference(String requestId, CompletableFuture<Boolean> reply) implements ConsumerCommand {

@@ -1,46 +1,109 @@
 package io.pdconnector.consumer;
 
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
+import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.RequestIds;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 
-/** What the HTTP layer calls on D: each call submits to the step loop and waits with a deadline. */
+/**
+ * The only way into D's step loop, from any thread, and the only builder of its commands. Bad input
+ * throws on the caller's thread and queues nothing. Each {@code submitX} returns the loop's answer
+ * as a future (a test stepping the loop itself awaits it); each {@code x} waits for it with the
+ * deadline, as the HTTP layer does.
+ */
 public final class ConsumerFacade {
 
-    private final PullScheduler scheduler;
+    private final CommandQueue<ConsumerCommand> commands;
+    private final ConsumerConfig config;
     private final Duration deadline;
 
     public ConsumerFacade(PullScheduler scheduler, Duration deadline) {
-        this.scheduler = scheduler;
+        this.commands = scheduler.commands();
+        this.config = scheduler.config();
         this.deadline = deadline;
     }
 
+    /**
+     * Pulls the KV of {@code tokens} that P describes in {@code params}. What needs the peer
+     * (unknown engine, version, ranges) fails the future, as does a request id already being pulled.
+     */
+    public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params) {
+        RequestIds.require(requestId);
+        if (params == null) {
+            throw new InvalidKvTransferParamsException("kv_transfer_params is missing");
+        }
+        params.validateForPull();
+        PullValidation.requirePrompt(config, tokens, params);
+        return commands.submit(reply -> new ConsumerCommand.Start(requestId, tokens.clone(), params, reply));
+    }
+
     public PullOutcome pull(String requestId, int[] tokens, KvTransferParams params) {
-        return Deadlines.await(scheduler.submitPull(requestId, tokens, params), deadline, "pull " + requestId);
+        return Deadlines.await(submitPull(requestId, tokens, params), deadline, "pull " + requestId);
     }
 
-    public boolean matchesReference(String requestId) {
-        return Deadlines.await(scheduler.submitMatchesReference(requestId), deadline, "check " + requestId);
-    }
-
-    /** The pulled KV bytes of a received or recomputed pull (see {@link PullScheduler#submitReadKv}). */
-    public byte[] readKv(String requestId) {
-        return Deadlines.await(scheduler.submitReadKv(requestId), deadline, "read KV of " + requestId);
-    }
-
-    public long kvChecksum(String requestId) {
-        return Deadlines.await(scheduler.submitKvChecksum(requestId), deadline, "checksum of " + requestId);
-    }
-
-    public PullStatus status(String requestId) {
-        return Deadlines.await(scheduler.submitStatus(requestId), deadline, "status of " + requestId);
-    }
-
-    public void finish(String requestId) {
-        Deadlines.await(scheduler.submitFinish(requestId), deadline, "finish " + requestId);
+    /** Declines an undecided pull as aborted (P is not told it was read); releases a decided one. */
+    public CompletableFuture<Void> submitAbort(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.Abort(RequestIds.require(requestId), reply));
     }
 
     public void abort(String requestId) {
-        Deadlines.await(scheduler.submitAbort(requestId), deadline, "abort " + requestId);
+        Deadlines.await(submitAbort(requestId), deadline, "abort " + requestId);
+    }
+
+    /** Decode no longer needs a decided pull's KV: frees its local blocks. */
+    public CompletableFuture<Void> submitRelease(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.Release(RequestIds.require(requestId), reply));
+    }
+
+    public void release(String requestId) {
+        Deadlines.await(submitRelease(requestId), deadline, "release " + requestId);
+    }
+
+    /** A decided pull's KV bytes: for each local block, each rank's slice in rank order. */
+    public CompletableFuture<byte[]> submitReadKv(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.ReadKv(RequestIds.require(requestId), reply));
+    }
+
+    public byte[] readKv(String requestId) {
+        return Deadlines.await(submitReadKv(requestId), deadline, "read KV of " + requestId);
+    }
+
+    /** CRC-32C of what {@link #submitReadKv} would return. */
+    public CompletableFuture<Long> submitKvChecksum(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.KvChecksum(RequestIds.require(requestId), reply));
+    }
+
+    public long kvChecksum(String requestId) {
+        return Deadlines.await(submitKvChecksum(requestId), deadline, "checksum of " + requestId);
+    }
+
+    /** Whether a pull's local blocks hold exactly the reference engine's KV of its prompt. */
+    public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.MatchesReference(RequestIds.require(requestId), reply));
+    }
+
+    public boolean matchesReference(String requestId) {
+        return Deadlines.await(submitMatchesReference(requestId), deadline, "check " + requestId);
+    }
+
+    /** Where a pull is; a declined pull is forgotten once answered (fail policy), so it is unknown here. */
+    public CompletableFuture<PullStatus> submitStatus(String requestId) {
+        return commands.submit(reply -> new ConsumerCommand.Status(RequestIds.require(requestId), reply));
+    }
+
+    public PullStatus status(String requestId) {
+        return Deadlines.await(submitStatus(requestId), deadline, "status of " + requestId);
+    }
+
+    public CompletableFuture<ConsumerSnapshot> submitSnapshot() {
+        return commands.submit(ConsumerCommand.Snapshot::new);
+    }
+
+    public ConsumerSnapshot snapshot() {
+        return Deadlines.await(submitSnapshot(), deadline, "snapshot");
     }
 }

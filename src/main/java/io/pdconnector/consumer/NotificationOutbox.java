@@ -18,11 +18,13 @@ final class NotificationOutbox {
     private static final int HEARTBEAT_BYTES = 4000;
 
     private final ConsumerConfig config;
+    private final LeaseVerification verification;
     private final ConsumerCounters counters;
 
-    NotificationOutbox(ConsumerConfig config, ConsumerCounters counters) {
-        this.config = config;
-        this.counters = counters;
+    NotificationOutbox(ConsumerState state) {
+        this.config = state.config;
+        this.verification = state.verification;
+        this.counters = state.counters;
     }
 
     /** Every peer whose heartbeat is due gets {@code HB:} messages on each of its ranks the pulls read. */
@@ -40,9 +42,12 @@ final class NotificationOutbox {
         return sent;
     }
 
-    /** L6: after the check, each decode rank tells each prefill rank it read how many readers to expect. */
+    /**
+     * L6: sent only by {@link Decider#decide} for a clean pull, so after its slot check: each decode
+     * rank tells each prefill rank it read how many readers to expect, with the lease's nonce.
+     */
     void notifyRead(Pull pull) {
-        long nonce = config.leaseVerification() ? pull.params().remoteLeaseNonce() : LeaseNotification.NO_NONCE;
+        long nonce = verification.notifiedNonce(pull.params());
         for (SliceChannel channel : pull.peer().slices()) {
             int q = channel.slice().prefillRank();
             byte[] message = new LeaseNotification.Read(pull.remoteRequestId(),

@@ -33,7 +33,7 @@ final class PullValidation {
         }
     }
 
-    static void requireFitsPeer(ConsumerConfig config, KvTransferParams params, RemotePeer peer) {
+    static void requireFitsPeer(LeaseVerification verification, KvTransferParams params, RemotePeer peer) {
         HandshakeMetadata first = peer.ranks().getFirst();
         if (params.tpSize() != peer.ranks().size()) {
             throw new InvalidKvTransferParamsException("tp_size is " + params.tpSize() + " but engine "
@@ -45,7 +45,7 @@ final class PullValidation {
                         + peer.engineId() + " has " + first.numBlocks() + " blocks");
             }
         }
-        if (config.leaseVerification() && params.hasLease()) {
+        if (verification.verifies(params)) {
             if (!first.hasSlots()) {
                 throw new InvalidKvTransferParamsException("params carry a lease but engine " + peer.engineId()
                         + " publishes no lease slots");

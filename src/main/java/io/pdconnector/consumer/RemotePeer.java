@@ -43,14 +43,14 @@ final class RemotePeer {
 
     /** Checks compatibility, loads metadata and prepares every list; on failure releases what it took. */
     static RemotePeer handshake(String engineId, List<HandshakeMetadata> metadata, List<ConsumerRank> decodeRanks,
-            ConsumerConfig config) {
+            ConsumerConfig config, LeaseVerification verification) {
         for (HandshakeMetadata m : metadata) {
             m.requireCompatible(config.geometry(), HandshakeMetadata.CONNECTOR_VERSION);
         }
         RemotePeer peer = new RemotePeer(engineId, metadata,
                 new TpMapping(config.geometry(), metadata.size(), config.tpSize()), decodeRanks);
         try {
-            peer.prepare(config);
+            peer.prepare(config, verification);
             return peer;
         } catch (RuntimeException e) {
             peer.release();
@@ -58,13 +58,13 @@ final class RemotePeer {
         }
     }
 
-    private void prepare(ConsumerConfig config) {
+    private void prepare(ConsumerConfig config, LeaseVerification verification) {
         for (HeadSlice s : mapping.slices()) {
             ConsumerRank rank = decodeRanks.get(s.decodeRank());
             String remote = load(rank, s.prefillRank());
             slices.add(prepareSlice(s, rank, remote, config));
         }
-        if (config.leaseVerification()) {
+        if (verification.checksSlots()) {
             for (int q = 0; q < ranks.size(); q++) {
                 HandshakeMetadata m = ranks.get(q);
                 if (m.hasSlots()) {

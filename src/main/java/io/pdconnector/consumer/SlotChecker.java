@@ -1,6 +1,5 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
@@ -12,35 +11,70 @@ import java.util.List;
  * have all completed, posted as a separate transfer after them. It is spun on, bounded, in the same
  * step; if still in flight it is polled again in the next, and no new one is posted meanwhile.
  * Every READ is polled until it ends (or times out), whether or not a pull still waits for it.
+ * A pull whose slots are all in (or whose slot READ failed) is decided on its verdict (L7).
  */
 final class SlotChecker {
 
-    private SlotChecker() {
+    private final ConsumerState state;
+    private final Decider decider;
+
+    SlotChecker(ConsumerState state, Decider decider) {
+        this.state = state;
+        this.decider = decider;
     }
 
-    static int step(SlotChannel channel, List<Pull> checking, RemotePeer peer, long now, ConsumerConfig config,
-            ConsumerCounters counters) {
-        int q = channel.prefillRank();
-        if (channel.inFlight() == null) {
-            List<Pull> batch = new ArrayList<>();
-            for (Pull pull : checking) {
-                if (pull.peer() == peer && pull.needsSlot(q) && batch.size() < channel.capacity()) {
-                    batch.add(pull);
+    int check(long now) {
+        int n = 0;
+        for (RemotePeer peer : state.peers.values()) {
+            for (SlotChannel channel : peer.slotChannels()) {
+                // a READ whose pulls were decided early (another rank's slot READ failed) is still polled to its end
+                if (channel.inFlight() != null || !state.checking.isEmpty()) {
+                    n += step(channel, peer, now);
                 }
             }
+        }
+        return n + decideChecked();
+    }
+
+    private int decideChecked() {
+        int n = 0;
+        for (Pull pull : List.copyOf(state.checking)) {
+            if (pull.slotsDecidable()) {
+                state.checking.remove(pull);
+                decider.decide(pull, pull.slotVerdict());
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private int step(SlotChannel channel, RemotePeer peer, long now) {
+        if (channel.inFlight() == null) {
+            List<Pull> batch = batch(channel, peer);
             if (batch.isEmpty()) {
                 return 0;
             }
-            if (!post(channel, batch, now, counters)) {
+            if (!post(channel, batch, now)) {
                 return 1;
             }
         }
         boolean awaited = channel.inFlight().pulls().stream().anyMatch(p -> p.state() == PullState.CHECKING_SLOTS);
-        boolean ended = spin(channel, awaited ? config.slotReadSpins() : 1, now, config, counters);
+        boolean ended = spin(channel, awaited ? state.config.slotReadSpins() : 1, now);
         return awaited || ended ? 1 : 0;
     }
 
-    private static boolean post(SlotChannel channel, List<Pull> batch, long now, ConsumerCounters counters) {
+    /** The checking pulls of {@code peer} still missing this rank's slot, as many as one READ lands. */
+    private List<Pull> batch(SlotChannel channel, RemotePeer peer) {
+        List<Pull> batch = new ArrayList<>();
+        for (Pull pull : state.checking) {
+            if (pull.peer() == peer && pull.needsSlot(channel.prefillRank()) && batch.size() < channel.capacity()) {
+                batch.add(pull);
+            }
+        }
+        return batch;
+    }
+
+    private boolean post(SlotChannel channel, List<Pull> batch, long now) {
         int[] local = new int[batch.size()];
         int[] remote = new int[batch.size()];
         for (int i = 0; i < batch.size(); i++) {
@@ -51,7 +85,7 @@ final class SlotChecker {
         try {
             ReadRequest read = channel.reader().agent().postRead(channel.local(), local, channel.remote(), remote, null);
             channel.inFlight(new SlotRead(read, List.copyOf(batch), now));
-            counters.slotReads.incrementAndGet();
+            state.counters.slotReads.incrementAndGet();
             return true;
         } catch (TransferException e) {
             batch.forEach(Pull::slotReadFailed);
@@ -64,11 +98,10 @@ final class SlotChecker {
      * pull waits for any more (its pulls were decided when another rank's slot READ failed) is
      * polled once a step, so it neither spins nor keeps the loop busy, until it ends or times out.
      */
-    private static boolean spin(SlotChannel channel, int spins, long now, ConsumerConfig config,
-            ConsumerCounters counters) {
+    private boolean spin(SlotChannel channel, int spins, long now) {
         SlotRead read = channel.inFlight();
         for (int i = 0; i < spins; i++) {
-            counters.slotReadPolls.incrementAndGet();
+            state.counters.slotReadPolls.incrementAndGet();
             try {
                 if (channel.reader().agent().status(read.request()) == TransferStatus.DONE) {
                     deliver(channel, read);
@@ -80,7 +113,7 @@ final class SlotChecker {
             }
             Thread.onSpinWait();
         }
-        if (now - read.postedAtMillis() >= config.pullTimeout().toMillis()) {
+        if (now - read.postedAtMillis() >= state.config.pullTimeout().toMillis()) {
             fail(channel, read);
             return true;
         }
@@ -97,6 +130,7 @@ final class SlotChecker {
         done(channel, read);
     }
 
+    /** L7: a failed slot READ fails the load of every pull it was shared by. */
     private static void fail(SlotChannel channel, SlotRead read) {
         read.pulls().forEach(Pull::slotReadFailed);
         done(channel, read);

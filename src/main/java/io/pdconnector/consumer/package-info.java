@@ -1,12 +1,26 @@
 /**
  * The decoder side: {@link io.pdconnector.consumer.PullScheduler} is D's step loop, a sibling of
  * the producer's {@code LeaseScheduler} built on the same command queue and step-loop runner.
+ * Callers reach it only through {@link io.pdconnector.consumer.ConsumerFacade}, the one builder of
+ * {@code ConsumerCommand}s; {@code ConsumerCommandHandler} answers them on the loop thread. The
+ * step's phases, in order, each a class sharing {@code ConsumerState}: {@code Arrival} (with
+ * {@code PeerHandshake}), {@code NotificationOutbox} (heartbeats), {@code ReadPoller},
+ * {@code SlotChecker}, {@code PullStarter}, {@code Expiry}; {@code Decider} decides for all of
+ * them, and {@code KvReadout} hands a decided pull's KV to callers.
  *
  * <p>A pull goes QUEUED (heartbeating from arrival) → READING (block READs posted without
  * notification, one per source rank) → CHECKING_SLOTS once every READ is terminal (L9) → RECEIVED,
- * or DECLINED / RECOMPUTED by the policy. Where each rule lives: L5 {@code SlotChecker} (one slot
- * READ per remote rank per step, shared, after the block READs); L6 {@code NotificationOutbox#notifyRead},
- * called only by {@code PullScheduler#decide} on a clean pull; L7 {@code Pull#slotVerdict} and
- * {@code PullScheduler#applyPolicy}; L10 the {@code leaseVerification} switch in the scheduler.
+ * or DECLINED / RECOMPUTED by the policy. Where each D-side rule lives:
+ * <ul>
+ * <li>L5 {@code SlotChecker}: one slot READ per remote rank per step, shared, posted only for pulls
+ *     that {@code ReadPoller} moved to CHECKING_SLOTS, so after all their block READs;</li>
+ * <li>L6 {@code NotificationOutbox#notifyRead}, called only by {@code Decider#decide} for a clean
+ *     pull; block READs are posted without notification ({@code BlockRead#post});</li>
+ * <li>L7 {@code Pull#slotVerdict} (mismatch, failed slot READ), {@code LeaseVerification#missingLease}
+ *     (no lease fields), counted and handed to the policy in {@code Decider#decide};</li>
+ * <li>L9 {@code Pull#pollReads}, which {@code ReadPoller} waits on before a pull can be decided;</li>
+ * <li>L10 {@code LeaseVerification}: every D-side step that depends on {@code kv_lease_verification}
+ *     asks it.</li>
+ * </ul>
  */
 package io.pdconnector.consumer;

@@ -126,7 +126,7 @@ public final class PullBench {
                         if (o.state() != PullState.RECEIVED) {
                             throw new IllegalStateException(id + " was " + o.state() + " (" + o.reason() + ")");
                         }
-                        consumer.finish(id);
+                        consumer.release(id);
                     }
                     return null;
                 }));

@@ -44,13 +44,13 @@ class HandshakeAndBadInputTest {
         cluster.registry.publish("old", List.of(new HandshakeMetadata("old", 0, 1, real.agentName(),
                 real.agentMetadata(), real.kvBase(), real.kvLength(), real.geometry(), "HND", real.numBlocks(),
                 real.slotBase(), real.slotCount(), 14, real.geometry().compatHash(14))));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
 
         IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
                 () -> cluster.pull(d, "a", promptA, edit(a, "remote_engine_id", "old")));
         assertTrue(e.getMessage().contains("version 14"), e.getMessage());
 
-        PullScheduler other = cluster.consumer(cluster.consumerConfig("d2").geometry(new ModelGeometry(2, 2, 8, 4, 1)));
+        ConsumerFixture other = cluster.consumer(cluster.consumerConfig("d2").geometry(new ModelGeometry(2, 2, 8, 4, 1)));
         e = assertThrows(IncompatiblePeerException.class, () -> cluster.pull(other, "a", prompt(1, 10), a));
         assertTrue(e.getMessage().contains("compatibility hash"), e.getMessage());
         assertEquals(0, d.snapshot().peers(), "nothing was loaded for a refused peer");
@@ -61,7 +61,7 @@ class HandshakeAndBadInputTest {
     @Test
     void paramsThatDoNotFitThePeerAreRejectedAndChangeNothing() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         ConsumerSnapshot before = d.snapshot();
 
@@ -94,10 +94,10 @@ class HandshakeAndBadInputTest {
     @Test
     void restartedProducerIsHandshakenAgainAndTheOldPeerReleased() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         assertEquals(io.pdconnector.consumer.PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.steps(2);
         cluster.stop(p);
 
@@ -108,11 +108,11 @@ class HandshakeAndBadInputTest {
         assertEquals(io.pdconnector.consumer.PullState.RECEIVED, cluster.pull(d, "b", promptA, b).state());
         assertTrue(cluster.matches(d, "b"));
         assertEquals(2, d.counters().handshakes.get());
-        cluster.finish(d, "b");
+        cluster.release(d, "b");
         cluster.assertNoLeak();
     }
 
-    private void assertRejected(PullScheduler d, KvTransferParams params, String message) {
+    private void assertRejected(ConsumerFixture d, KvTransferParams params, String message) {
         InvalidInputException e = assertThrows(InvalidInputException.class,
                 () -> cluster.pull(d, "x", promptA, params));
         assertTrue(e.getMessage().contains(message), e.getMessage());

@@ -29,7 +29,7 @@ class PullAbortAndTimeoutTest {
     @Test
     void abortReleasesInFlightReadsAndBlocks() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.step();
@@ -47,7 +47,7 @@ class PullAbortAndTimeoutTest {
     @Test
     void pullWhoseReadsNeverCompleteTimesOutAndCancelsThem() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(10)));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(10)));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);

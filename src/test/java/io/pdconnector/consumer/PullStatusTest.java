@@ -29,7 +29,7 @@ class PullStatusTest {
     @Test
     void statusShowsAPullReadingThenReceivedWithItsLocalBlocks() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(20)));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").pullTimeout(Duration.ofSeconds(20)));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
         cluster.engine.gates.close();
         var pull = d.submitPull("a", tokens, a);
@@ -49,14 +49,14 @@ class PullStatusTest {
         assertEquals(PullState.RECEIVED, received.state());
         assertNull(received.deadlineInMillis(), "a decided pull has no deadline left");
         assertArrayEquals(outcome.localBlockIds(), received.localBlocks());
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 
     @Test
     void aRecomputedPullKeepsItsReasonAndAnUnknownOrReleasedPullIsUnknown() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", tokens);
         cluster.await(p.facade().submitAbort("a"));
         cluster.pull(d, "a", tokens, a);
@@ -66,7 +66,7 @@ class PullStatusTest {
         assertEquals(PullState.RECOMPUTED, recomputed.state());
         assertEquals(DeclineReason.LEASE_MISMATCH, recomputed.reason());
         assertThrows(UnknownRequestException.class, () -> cluster.await(d.submitStatus("nobody")));
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         assertThrows(UnknownRequestException.class, () -> cluster.await(d.submitStatus("a")));
         cluster.assertNoLeak();
     }

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
@@ -59,7 +59,7 @@ class NixlRandomizedScheduleIT {
     private final Map<String, Submitted> pulls = new LinkedHashMap<>();
     private final Map<String, Integer> outcomes = new LinkedHashMap<>();
     private ProducerFixture p;
-    private PullScheduler d;
+    private ConsumerFixture d;
     private RawPeer chaos;
     private ReferenceEngine reference;
     private Random random;
@@ -188,7 +188,7 @@ class NixlRandomizedScheduleIT {
                         + "not its prompt's, from byte " + at);
                 assertTrue(cluster.matches(d, e.getKey()), "D's own check agrees");
                 bytesCompared += kv.length;
-                cluster.finish(d, e.getKey());
+                cluster.release(d, e.getKey());
             }
         }
     }

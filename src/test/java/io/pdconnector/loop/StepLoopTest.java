@@ -57,11 +57,11 @@ class StepLoopTest {
                 PullOutcome o = consumer.pull("r" + i, tokens, params);
                 assertEquals(PullState.RECEIVED, o.state());
                 assertTrue(consumer.matchesReference("r" + i));
-                consumer.finish("r" + i);
+                consumer.release("r" + i);
             }
             ProducerSnapshot s = awaitIdle(producer);
             assertTrue(s.idle(), "every lease was released by its reader: " + s);
-            assertTrue(d.submitSnapshot().get(10, TimeUnit.SECONDS).idle());
+            assertTrue(consumer.submitSnapshot().get(10, TimeUnit.SECONDS).idle());
         }
         assertEquals(java.util.List.of(), engine.unclosedAgents(), "each loop closed its agents on its own thread");
     }

@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.ProducerConfig;
-import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
@@ -60,7 +60,7 @@ class EngineIntegrationTest {
         return cluster.producerConfig("p").kvShmDir(shm).reservationTimeout(RESERVATION);
     }
 
-    private PullScheduler decoder(int tp) {
+    private ConsumerFixture decoder(int tp) {
         return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
@@ -98,7 +98,7 @@ class EngineIntegrationTest {
     @Test
     void anEngineWritesThroughTheSharedFilesAndTheDecoderGetsExactlyThoseBytes() throws IOException {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(2);
+        ConsumerFixture d = decoder(2);
         Reservation r = reserve(p, "e", 10);
         assertEquals(3, r.blockIds().length, "10 tokens in blocks of 4");
         assertEquals(3 * 2 * r.blockBytes(), r.uploadBytes());
@@ -122,7 +122,7 @@ class EngineIntegrationTest {
         assertEquals(LeaseState.EXPORTED, status(p, "e").state());
         assertEquals(PullState.RECEIVED, cluster.pull(d, "e", prompt(1, 10), params).state());
         assertArrayEquals(kv, cluster.await(d.submitReadKv("e")));
-        cluster.finish(d, "e");
+        cluster.release(d, "e");
         cluster.assertNoLeak();
         assertEquals(1, p.counters().leasesReleasedByReaders.get(), "released by its reader, as a prefill is");
     }
@@ -130,7 +130,7 @@ class EngineIntegrationTest {
     @Test
     void anUploadLandsInEachRanksBlocksAndTheDecoderGetsExactlyThoseBytes() {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(2);
+        ConsumerFixture d = decoder(2);
         Reservation r = reserve(p, "u", 7);
         byte[] kv = kvBytes(r, 2);
 
@@ -139,14 +139,14 @@ class EngineIntegrationTest {
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "u", prompt(2, 7), params).state());
         assertArrayEquals(kv, cluster.await(d.submitReadKv("u")));
-        cluster.finish(d, "u");
+        cluster.release(d, "u");
         cluster.assertNoLeak();
     }
 
     @Test
     void reservedBlocksStartZeroedEvenWhenAnEarlierRequestLeftKvInThem() {
         ProducerFixture p = producer(1);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams earlier = cluster.prefill(p, "earlier", prompt(3, 8));
         cluster.await(p.facade().submitAbort("earlier"));
         cluster.steps(2);
@@ -157,7 +157,7 @@ class EngineIntegrationTest {
         assertArrayEquals(earlier.blockIds(), r.blockIds(), "the freed blocks were reused (LIFO)");
         assertEquals(PullState.RECEIVED, cluster.pull(d, "later", prompt(3, 8), params).state());
         assertArrayEquals(new byte[Math.toIntExact(r.uploadBytes())], cluster.await(d.submitReadKv("later")));
-        cluster.finish(d, "later");
+        cluster.release(d, "later");
         cluster.assertNoLeak();
     }
 
@@ -180,7 +180,7 @@ class EngineIntegrationTest {
     @Test
     void anUploadOfTheWrongSizeIsRefusedAndChangesNothing() {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(2);
+        ConsumerFixture d = decoder(2);
         Reservation r = reserve(p, "w", 5);
         byte[] good = kvBytes(r, 4);
 
@@ -197,7 +197,7 @@ class EngineIntegrationTest {
         KvTransferParams params = cluster.await(p.facade().submitFinish("w"));
         cluster.pull(d, "w", prompt(4, 5), params);
         assertArrayEquals(new byte[good.length], cluster.await(d.submitReadKv("w")), "no refused byte landed");
-        cluster.finish(d, "w");
+        cluster.release(d, "w");
         cluster.assertNoLeak();
     }
 
@@ -242,7 +242,7 @@ class EngineIntegrationTest {
     @Test
     void L4_aReservationWithNoFreeSlotIsExportedWithoutLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
         ProducerFixture p = cluster.producer(config().blocks(16, 4, 1));
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         assertTrue(reserve(p, "slotted", 4).hasLease());
 
         Reservation r = reserve(p, "slotless", 4);

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.LeaseState;
@@ -29,7 +29,7 @@ class HeterogeneousTpTest {
     @Test
     void prefillTp1DecodeTp2_eachDecodeRankReadsItsHeadsAndPExpectsTwoReaders() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(1));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(2));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").tpSize(2));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -40,14 +40,14 @@ class HeterogeneousTpTest {
         assertEquals(1, cluster.engine.count("notify d-d1->p-p0 a:2:" + nonce));
         cluster.steps(2);
         assertNull(p.lease("a"), "released after both readers");
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 
     @Test
     void prefillTp2DecodeTp1_theDecodeRankReadsBothPrefillRanks() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(1));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").tpSize(1));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -58,7 +58,7 @@ class HeterogeneousTpTest {
         assertEquals(1, cluster.engine.count("notify d-d0->p-p1 a:1:" + nonce));
         cluster.steps(2);
         assertNull(p.lease("a"));
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 
@@ -66,7 +66,7 @@ class HeterogeneousTpTest {
     void prefillTp2DecodeTp4_withEightHeads() {
         ModelGeometry eightHeads = new ModelGeometry(3, 8, 16, 4, 2);
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").geometry(eightHeads).tpSize(2));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").geometry(eightHeads).tpSize(4));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").geometry(eightHeads).tpSize(4));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -74,7 +74,7 @@ class HeterogeneousTpTest {
         assertTrue(cluster.matches(d, "a"));
         cluster.steps(2);
         assertNull(p.lease("a"));
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 

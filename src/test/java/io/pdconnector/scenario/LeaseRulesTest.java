@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.LeaseState;
 import io.pdconnector.producer.ProducerFixture;
@@ -38,7 +38,7 @@ class LeaseRulesTest {
         return cluster.producer(cluster.producerConfig("p").tpSize(tp));
     }
 
-    private PullScheduler decoder(int tp) {
+    private ConsumerFixture decoder(int tp) {
         return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
@@ -100,7 +100,7 @@ class LeaseRulesTest {
     @Test
     void L4_requestWithoutAFreeSlotGetsNoLeaseFieldsAndAVerifyingDecoderDeclinesIt() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").blocks(16, 4, 1));
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
 
@@ -111,7 +111,7 @@ class LeaseRulesTest {
         assertEquals(1, d.counters().leaseCheckFailures.get());
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
 
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }
@@ -137,7 +137,7 @@ class LeaseRulesTest {
     @Test
     void L5_oneSlotReadPerRemoteRankPerStepPostedAfterEveryBlockRead() {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         List<KvTransferParams> params = List.of(cluster.prefill(p, "a", promptA),
                 cluster.prefill(p, "b", prompt(2, 10)), cluster.prefill(p, "c", prompt(3, 10)));
         cluster.engine.events.clear();
@@ -155,7 +155,7 @@ class LeaseRulesTest {
         assertEquals(0, cluster.engine.count("post block d-d0->p-p0 n=3 notif"));
         for (String id : List.of("a", "b", "c")) {
             assertTrue(cluster.matches(d, id));
-            cluster.finish(d, id);
+            cluster.release(d, id);
         }
         cluster.assertNoLeak();
     }
@@ -163,7 +163,7 @@ class LeaseRulesTest {
     @Test
     void L6_notificationCarriesTheNonceAndFollowsTheSlotCheck() {
         ProducerFixture p = producer(1);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -173,14 +173,14 @@ class LeaseRulesTest {
         assertTrue(slotDone >= 0 && notified > slotDone, cluster.engine.events.toString());
         assertTrue(cluster.engine.events.stream().noneMatch(e -> e.startsWith("post") && e.endsWith("notif")),
                 "no READ carries a notification");
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 
     @Test
     void L6_declinedPullSendsNoReadNotification() {
         ProducerFixture p = producer(1);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.await(p.facade().submitAbort("a"));
         cluster.steps(2);
@@ -194,7 +194,7 @@ class LeaseRulesTest {
     @Test
     void L7_failedSlotReadFailsTheLoadAndIsCounted() {
         ProducerFixture p = producer(1);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.failNext("slot", "p-p0");
 
@@ -210,7 +210,7 @@ class LeaseRulesTest {
     @Test
     void L7_aSlotReadStillInFlightWhenAnotherRanksFailedIsPolledToItsEnd() {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(2);
+        ConsumerFixture d = decoder(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
         cluster.engine.gates.permit("block", "p-p0");
@@ -239,7 +239,7 @@ class LeaseRulesTest {
     @Test
     void L7_recomputePolicyRecomputesAfterAFailedCheck() {
         ProducerFixture p = producer(1);
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.failNext("slot", "p-p0");
 
@@ -249,7 +249,7 @@ class LeaseRulesTest {
         assertEquals("slot_read_failed", o.reason().wire());
         assertTrue(cluster.matches(d, "a"));
         assertEquals(1, d.counters().leaseCheckFailures.get());
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }
@@ -257,7 +257,7 @@ class LeaseRulesTest {
     @Test
     void L8_heartbeatsKeepTheLeaseOfAQueuedPullAlive() {
         ProducerFixture p = producer(1);
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").blocks(3));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").blocks(3));
         KvTransferParams first = cluster.prefill(p, "first", promptA);
         KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
         cluster.pull(d, "first", promptA, first);
@@ -271,14 +271,14 @@ class LeaseRulesTest {
         assertFalse(queued.isDone(), "D has no free blocks: the pull is still queued after 60 s");
         assertEquals(LeaseState.EXPORTED, p.lease("waiting").state(), "heartbeats kept a 30 s lease for 60 s");
         assertTrue(p.counters().heartbeatsApplied.get() >= 10);
-        cluster.finish(d, "first");
+        cluster.release(d, "first");
         assertEquals(PullState.RECEIVED, cluster.await(queued).state());
         assertTrue(cluster.matches(d, "waiting"));
         long sent = d.counters().heartbeatsSent.get();
         cluster.clock.advance(Duration.ofSeconds(10));
         cluster.steps(2);
         assertEquals(sent, d.counters().heartbeatsSent.get(), "heartbeats stop once the pull is decided");
-        cluster.finish(d, "waiting");
+        cluster.release(d, "waiting");
         cluster.assertNoLeak();
     }
 
@@ -333,7 +333,7 @@ class LeaseRulesTest {
     @Test
     void L9_multiRankPullIsDecidedOnlyWhenEveryReadIsTerminal() {
         ProducerFixture p = producer(2);
-        PullScheduler d = decoder(1);
+        ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
         cluster.engine.gates.permit("block", "p-p0");
@@ -347,14 +347,14 @@ class LeaseRulesTest {
         cluster.engine.gates.open();
         assertEquals(PullState.RECEIVED, cluster.await(pull).state());
         assertTrue(cluster.matches(d, "a"));
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 
     @Test
     void L10_verificationOffSkipsTheSlotReadAndNotifiesWithoutNonce() {
         ProducerFixture p = producer(1);
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
@@ -363,7 +363,7 @@ class LeaseRulesTest {
         assertEquals(1, cluster.engine.events.stream().filter(e -> e.equals("notify d-d0->p-p0 a:1")).count());
         cluster.steps(2);
         assertNull(p.lease("a"), "P takes an unverified reader's word");
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 

@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
@@ -33,7 +33,7 @@ class MidReadLapseTest {
         cluster.close();
     }
 
-    private PullOutcome pullAcrossALapse(ProducerFixture p, PullScheduler d) {
+    private PullOutcome pullAcrossALapse(ProducerFixture p, ConsumerFixture d) {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.step();
@@ -54,7 +54,7 @@ class MidReadLapseTest {
     @CsvSource({"1,1", "2,1", "1,2"})
     void lapseDuringTheReadIsDeclined(int prefillTp, int decodeTp) {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d").tpSize(decodeTp));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").tpSize(decodeTp));
 
         assertDeclined(pullAcrossALapse(p, d), "lease_mismatch");
 
@@ -67,13 +67,13 @@ class MidReadLapseTest {
     @CsvSource({"1,1", "2,1", "1,2"})
     void withoutVerificationTheSameLapseDeliversForeignKv(int prefillTp, int decodeTp) {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(prefillTp).blocks(3, 2, 0));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL)
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL)
                 .tpSize(decodeTp));
 
         assertEquals(PullState.RECEIVED, pullAcrossALapse(p, d).state());
 
         assertFalse(cluster.matches(d, "a"), "the bytes are B's, not A's");
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
@@ -44,7 +44,7 @@ class RandomizedScheduleTest {
     private final Map<String, CompletableFuture<PullOutcome>> pulls = new LinkedHashMap<>();
     private final Map<String, Integer> outcomes = new LinkedHashMap<>();
     private ProducerFixture p;
-    private PullScheduler d;
+    private ConsumerFixture d;
     private RawPeer chaos;
     private Random random;
     private int nextPull;
@@ -138,7 +138,7 @@ class RandomizedScheduleTest {
             if (o.state() == PullState.RECEIVED || o.state() == PullState.RECOMPUTED) {
                 assertTrue(cluster.matches(d, e.getKey()), o.state() + " pull " + e.getKey()
                         + " holds KV that is not its prompt's");
-                cluster.finish(d, e.getKey());
+                cluster.release(d, e.getKey());
             }
         }
     }

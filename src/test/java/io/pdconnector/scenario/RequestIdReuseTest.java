@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.producer.LeaseState;
@@ -33,7 +33,7 @@ class RequestIdReuseTest {
     @Test
     void lateReaderOfAttempt1IsDeclinedAndItsNotificationCannotReleaseAttempt2() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").blocks(3, 2, 0));
-        PullScheduler d = cluster.consumer(cluster.consumerConfig("d"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams attempt1 = cluster.prefill(p, "r", prompt1);
         cluster.lapseAll();
         KvTransferParams attempt2 = cluster.prefill(p, "r", prompt2);
@@ -53,7 +53,7 @@ class RequestIdReuseTest {
         assertTrue(cluster.matches(d, "current"));
         cluster.steps(2);
         assertNull(p.lease("r"), "attempt 2's own reader released it");
-        cluster.finish(d, "current");
+        cluster.release(d, "current");
         cluster.assertNoLeak();
     }
 

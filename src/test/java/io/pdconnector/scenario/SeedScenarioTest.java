@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.ProducerFixture;
@@ -38,7 +38,7 @@ class SeedScenarioTest {
         return cluster.producer(cluster.producerConfig("p").geometry(ModelGeometry.DEFAULT).blocks(6, 2, 0));
     }
 
-    private PullScheduler decoder(boolean verify, LoadFailurePolicy policy) {
+    private ConsumerFixture decoder(boolean verify, LoadFailurePolicy policy) {
         return cluster.consumer(cluster.consumerConfig("d", verify, policy).geometry(ModelGeometry.DEFAULT));
     }
 
@@ -56,14 +56,14 @@ class SeedScenarioTest {
     @Test
     void verificationOff_receivesSomeoneElsesKv() {
         ProducerFixture p = smallProducer();
-        PullScheduler d = decoder(false, LoadFailurePolicy.FAIL);
+        ConsumerFixture d = decoder(false, LoadFailurePolicy.FAIL);
         KvTransferParams a = lapseAndReuse(p);
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
 
         assertEquals(PullState.RECEIVED, o.state());
         assertFalse(cluster.matches(d, "a"), "unverified, D got B's KV and reported success");
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }
@@ -71,7 +71,7 @@ class SeedScenarioTest {
     @Test
     void verificationOnWithFail_declinesLeaseMismatch() {
         ProducerFixture p = smallProducer();
-        PullScheduler d = decoder(true, LoadFailurePolicy.FAIL);
+        ConsumerFixture d = decoder(true, LoadFailurePolicy.FAIL);
         KvTransferParams a = lapseAndReuse(p);
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
@@ -85,7 +85,7 @@ class SeedScenarioTest {
     @Test
     void verificationOnWithRecompute_endsWithTheRightKv() {
         ProducerFixture p = smallProducer();
-        PullScheduler d = decoder(true, LoadFailurePolicy.RECOMPUTE);
+        ConsumerFixture d = decoder(true, LoadFailurePolicy.RECOMPUTE);
         KvTransferParams a = lapseAndReuse(p);
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
@@ -93,7 +93,7 @@ class SeedScenarioTest {
         assertEquals(PullState.RECOMPUTED, o.state());
         assertEquals(DeclineReason.LEASE_MISMATCH, o.reason());
         assertTrue(cluster.matches(d, "a"));
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }
@@ -101,7 +101,7 @@ class SeedScenarioTest {
     @Test
     void controlWithoutWait_receivesTheRightKvAndReleasesP() {
         ProducerFixture p = smallProducer();
-        PullScheduler d = decoder(true, LoadFailurePolicy.FAIL);
+        ConsumerFixture d = decoder(true, LoadFailurePolicy.FAIL);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
@@ -111,7 +111,7 @@ class SeedScenarioTest {
         cluster.steps(2);
         assertTrue(p.snapshot().idle(), "the read notification released A without waiting for expiry");
         assertEquals(1, p.counters().leasesReleasedByReaders.get());
-        cluster.finish(d, "a");
+        cluster.release(d, "a");
         cluster.assertNoLeak();
     }
 }

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.config.ProducerConfig;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.ConsumerSnapshot;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.ProducerFixture;
@@ -41,7 +41,7 @@ public final class Cluster implements AutoCloseable {
     public final EmbeddedRegistry registry = new EmbeddedRegistry();
     private final Path stateDir;
     private final List<ProducerFixture> producers = new ArrayList<>();
-    private final List<PullScheduler> consumers = new ArrayList<>();
+    private final List<ConsumerFixture> consumers = new ArrayList<>();
     private final List<RawPeer> rawPeers = new ArrayList<>();
 
     /** On the loopback engine. */
@@ -88,7 +88,7 @@ public final class Cluster implements AutoCloseable {
         return producer(config.build());
     }
 
-    public PullScheduler consumer(ConsumerConfig.Builder config) {
+    public ConsumerFixture consumer(ConsumerConfig.Builder config) {
         return consumer(config.build());
     }
 
@@ -105,8 +105,8 @@ public final class Cluster implements AutoCloseable {
         p.close();
     }
 
-    public PullScheduler consumer(ConsumerConfig config) {
-        PullScheduler c = new PullScheduler(config, engine, registry, clock);
+    public ConsumerFixture consumer(ConsumerConfig config) {
+        ConsumerFixture c = new ConsumerFixture(config, engine, registry, clock);
         c.open();
         consumers.add(c);
         return c;
@@ -115,7 +115,7 @@ public final class Cluster implements AutoCloseable {
     /** One step of every producer, then of every consumer. */
     public void step() {
         producers.forEach(ProducerFixture::doWork);
-        consumers.forEach(PullScheduler::doWork);
+        consumers.forEach(ConsumerFixture::doWork);
     }
 
     public void stepProducers() {
@@ -123,7 +123,7 @@ public final class Cluster implements AutoCloseable {
     }
 
     public void stepConsumers() {
-        consumers.forEach(PullScheduler::doWork);
+        consumers.forEach(ConsumerFixture::doWork);
     }
 
     public void steps(int n) {
@@ -149,16 +149,17 @@ public final class Cluster implements AutoCloseable {
         return await(p.facade().submitPrefill(id, tokens));
     }
 
-    public PullOutcome pull(PullScheduler c, String id, int[] tokens, KvTransferParams params) {
+    public PullOutcome pull(ConsumerFixture c, String id, int[] tokens, KvTransferParams params) {
         return await(c.submitPull(id, tokens, params));
     }
 
-    public boolean matches(PullScheduler c, String id) {
+    public boolean matches(ConsumerFixture c, String id) {
         return await(c.submitMatchesReference(id));
     }
 
-    public void finish(PullScheduler c, String id) {
-        await(c.submitFinish(id));
+    /** D's decode is done with the pulled KV. */
+    public void release(ConsumerFixture c, String id) {
+        await(c.submitRelease(id));
     }
 
     /** Lets every lease lapse and be reaped. */
@@ -178,7 +179,7 @@ public final class Cluster implements AutoCloseable {
             ProducerSnapshot s = p.snapshot();
             assertTrue(s.idle(), p.name() + " still holds something: " + s);
         }
-        for (PullScheduler c : consumers) {
+        for (ConsumerFixture c : consumers) {
             ConsumerSnapshot s = c.snapshot();
             assertTrue(s.idle(), c.name() + " still holds something: " + s);
         }
@@ -198,7 +199,7 @@ public final class Cluster implements AutoCloseable {
         for (RawPeer r : rawPeers) {
             first = closeQuietly(r::close, first);
         }
-        for (PullScheduler c : consumers) {
+        for (ConsumerFixture c : consumers) {
             first = closeQuietly(c::close, first);
         }
         for (ProducerFixture p : producers) {

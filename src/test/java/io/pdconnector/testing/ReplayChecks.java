@@ -10,7 +10,7 @@ import io.pdconnector.producer.LeaseState;
  * The lease model's properties, checked on the Java loops during a {@link TrailReplay}:
  * <ul>
  * <li>received_own_bytes: a RECEIVED pull holds exactly its own prompt's KV, when decided and
- *     again when its KV is finished with (so a READ that landed after the decision is seen);</li>
+ *     again just before its KV is released (so a READ that landed after the decision is seen);</li>
  * <li>read_into_own_dblock: no pull is decided by the slot check while one of its block READs is
  *     still in flight (L9: the READ would land in blocks D may already have given away);</li>
  * <li>notif_own_attempt: a lease is released only by its own pull's notifications, its expiry,
@@ -38,16 +38,16 @@ final class ReplayChecks {
                 replay.log.add("  Java: " + run);
                 checkDecision(run);
             }
-            if (run.checked && run.finishWhenDecided && !run.finished) {
-                finish(run);
+            if (run.checked && run.releaseWhenDecided && !run.released) {
+                release(run);
             }
         }
     }
 
     void atEnd() {
         for (ReplayPull run : replay.pulls) {
-            if (run.outcome.state() == PullState.RECEIVED && !run.finished) {
-                finish(run);
+            if (run.outcome.state() == PullState.RECEIVED && !run.released) {
+                release(run);
             }
         }
     }
@@ -80,12 +80,12 @@ final class ReplayChecks {
         }
     }
 
-    private void finish(ReplayPull run) {
+    private void release(ReplayPull run) {
         if (run.outcome.state() == PullState.RECEIVED) {
-            requireOwnBytes(run, "when its KV was finished with");
-            replay.awaitD(replay.d.submitFinish(run.pullId));
+            requireOwnBytes(run, "before its KV is released");
+            replay.awaitD(replay.d.submitRelease(run.pullId));
         }
-        run.finished = true;
+        run.released = true;
     }
 
     private void requireOwnBytes(ReplayPull run, String when) {

@@ -14,8 +14,8 @@ final class ReplayPull {
     /** A block READ was released before it was terminal in the step this pull was decided (L9). */
     boolean cancelledReadsWhenDecided;
     boolean checked;
-    boolean finishWhenDecided;
-    boolean finished;
+    boolean releaseWhenDecided;
+    boolean released;
 
     ReplayPull(ReplayAttempt attempt, String pullId, CompletableFuture<PullOutcome> future) {
         this.attempt = attempt;

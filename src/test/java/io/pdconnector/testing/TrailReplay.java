@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.config.ProducerConfig;
-import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.Lease;
 import io.pdconnector.producer.ProducerFixture;
@@ -53,7 +53,7 @@ public final class TrailReplay implements AutoCloseable {
     private final ReplayChecks checks;
     private final ProducerConfig producerConfig;
     ProducerFixture p;
-    PullScheduler d;
+    ConsumerFixture d;
     private RawPeer chaos;
     private int chaosPeers;
     private int transfersLogged;
@@ -101,7 +101,7 @@ public final class TrailReplay implements AutoCloseable {
             case READ_LANDS -> land("block", e.rank());
             case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
             case DECIDE -> stepDUntil(() -> attempts[e.attempt()].pull.decided(), 3);
-            case DECODE_DONE -> attempts[e.attempt()].pull.finishWhenDecided = true;
+            case DECODE_DONE -> attempts[e.attempt()].pull.releaseWhenDecided = true;
         }
     }
 

@@ -1,0 +1,73 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.error.PdException;
+import io.pdconnector.error.StateConflictException;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+
+/**
+ * Answers every {@link ConsumerCommand}, on the loop thread. A refusal the caller can act on (a
+ * {@link PdException}) fails the command's reply and changes nothing; anything else is a bug and
+ * leaves the step. A new pull is the exception: whatever fails its arrival, a peer's transfer
+ * error included, is its caller's answer ({@link Arrival}).
+ */
+final class ConsumerCommandHandler {
+
+    private final ConsumerState state;
+    private final Arrival arrival;
+    private final Decider decider;
+    private final KvReadout readout;
+
+    ConsumerCommandHandler(ConsumerState state, Arrival arrival, Decider decider, KvReadout readout) {
+        this.state = state;
+        this.arrival = arrival;
+        this.decider = decider;
+        this.readout = readout;
+    }
+
+    void handle(ConsumerCommand command, long now) {
+        switch (command) {
+            case ConsumerCommand.Start s -> arrival.arrive(s, now);
+            case ConsumerCommand.Abort a -> answer(a.reply(), () -> abort(state.known(a.requestId())));
+            case ConsumerCommand.Release r -> answer(r.reply(), () -> release(state.known(r.requestId())));
+            case ConsumerCommand.MatchesReference m ->
+                    m.reply().complete(readout.matchesReference(state.pulls.get(m.requestId())));
+            case ConsumerCommand.ReadKv r -> answer(r.reply(), () -> readout.read(state.known(r.requestId())));
+            case ConsumerCommand.KvChecksum c ->
+                    answer(c.reply(), () -> readout.checksum(state.known(c.requestId())));
+            case ConsumerCommand.Status s -> answer(s.reply(), () -> state.known(s.requestId()).status(now));
+            case ConsumerCommand.Snapshot s -> s.reply().complete(state.snapshot());
+        }
+    }
+
+    /** An undecided pull is declined as aborted; a decided one is released. */
+    private Void abort(Pull pull) {
+        if (pull.state().decided()) {
+            state.forget(pull);
+        } else {
+            decider.decide(pull, DeclineReason.ABORTED);
+        }
+        return null;
+    }
+
+    /** Decode is done with a decided pull's KV; an undecided pull is refused, as only an abort stops it. */
+    private Void release(Pull pull) {
+        if (!pull.state().decided()) {
+            throw new StateConflictException(pull.requestId(), "request " + pull.requestId() + " is still "
+                    + pull.state() + "; abort it instead");
+        }
+        state.forget(pull);
+        return null;
+    }
+
+    private static <T> void answer(CompletableFuture<T> reply, Supplier<T> work) {
+        T value;
+        try {
+            value = work.get();
+        } catch (PdException e) {
+            reply.completeExceptionally(e);
+            return;
+        }
+        reply.complete(value);
+    }
+}

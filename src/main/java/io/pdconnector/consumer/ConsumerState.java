@@ -1,0 +1,77 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.error.UnknownRequestException;
+import io.pdconnector.memory.IndexPool;
+import io.pdconnector.reference.ReferenceEngine;
+import java.time.InstantSource;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What D's step-loop phases share, owned by the loop thread: the pulls and the lists that say which
+ * phase each undecided one waits in, the peers, the decode ranks and the local block pool. A pull
+ * is in at most one of {@link #queued}, {@link #reading} and {@link #checking}, and in none once
+ * decided.
+ */
+final class ConsumerState {
+
+    final ConsumerConfig config;
+    final InstantSource clock;
+    final PullObserver observer;
+    final LeaseVerification verification;
+    final ConsumerCounters counters = new ConsumerCounters();
+    final IndexPool blocks;
+    final ReferenceEngine reference;
+    /** Filled when the loop opens; handshaken peers keep this list, so it is never replaced. */
+    final List<ConsumerRank> ranks = new ArrayList<>();
+    final Map<String, RemotePeer> peers = new LinkedHashMap<>();
+    final Map<String, Pull> pulls = new LinkedHashMap<>();
+    final ArrayDeque<Pull> queued = new ArrayDeque<>();
+    final List<Pull> reading = new ArrayList<>();
+    final List<Pull> checking = new ArrayList<>();
+
+    ConsumerState(ConsumerConfig config, InstantSource clock, PullObserver observer) {
+        this.config = config;
+        this.clock = clock;
+        this.observer = observer;
+        this.verification = new LeaseVerification(config.leaseVerification());
+        this.blocks = new IndexPool("block", config.numBlocks());
+        this.reference = new ReferenceEngine(config.geometry());
+    }
+
+    /** The pull a command names; a declined pull is forgotten once answered, so it is unknown too. */
+    Pull known(String requestId) {
+        Pull pull = pulls.get(requestId);
+        if (pull == null) {
+            throw new UnknownRequestException("consumer", requestId);
+        }
+        return pull;
+    }
+
+    /** Takes a pull out of whichever phase list holds it. */
+    void unlist(Pull pull) {
+        queued.remove(pull);
+        reading.remove(pull);
+        checking.remove(pull);
+    }
+
+    /** Frees a pull's local blocks, if it got any, and forgets it. */
+    void forget(Pull pull) {
+        if (pull.localBlocks() != null) {
+            blocks.free(pull.localBlocks());
+        }
+        pulls.remove(pull.requestId());
+    }
+
+    ConsumerSnapshot snapshot() {
+        int readsInFlight = pulls.values().stream().mapToInt(Pull::readsInFlight).sum();
+        int slotReads = (int) peers.values().stream().flatMap(p -> p.slotChannels().stream())
+                .filter(c -> c.inFlight() != null).count();
+        return new ConsumerSnapshot(blocks.freeCount(), blocks.capacity(), pulls.size(), readsInFlight, slotReads,
+                peers.size());
+    }
+}

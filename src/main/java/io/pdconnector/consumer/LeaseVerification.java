@@ -1,0 +1,37 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.LeaseNotification;
+
+/**
+ * L10, {@code kv_lease_verification}, on D. On (the default): a pull needs P's lease fields, its
+ * slots are READ after its block READs and compared before D notifies, and the notification carries
+ * the nonce. Off restores the unverified behaviour: no slot READ, notification
+ * {@code <req_id>:<consumers>}. Every D-side step that depends on the switch asks here.
+ */
+record LeaseVerification(boolean on) {
+
+    /** Declined as no_lease (L7) once it has local blocks; the policy may still recompute into them. */
+    boolean missingLease(KvTransferParams params) {
+        return on && !params.hasLease();
+    }
+
+    /** A pull about to be declined for a missing lease has no lease to keep alive. */
+    boolean heartbeats(KvTransferParams params) {
+        return !missingLease(params);
+    }
+
+    /** Whether a pull's lease fields are used at all, so must fit the peer's slots. */
+    boolean verifies(KvTransferParams params) {
+        return on && params.hasLease();
+    }
+
+    /** Whether slot channels are prepared and a pull goes through the slot check before it is decided. */
+    boolean checksSlots() {
+        return on;
+    }
+
+    long notifiedNonce(KvTransferParams params) {
+        return on ? params.remoteLeaseNonce() : LeaseNotification.NO_NONCE;
+    }
+}

@@ -1,0 +1,46 @@
+package io.pdconnector.consumer;
+
+/**
+ * Gives queued pulls local blocks, in arrival order, and posts their block READs on every source
+ * rank without a notification (L6: P hears from D only after the slot check). The oldest pull waits
+ * for enough free blocks; later ones do not overtake it.
+ */
+final class PullStarter {
+
+    private final ConsumerState state;
+    private final Decider decider;
+
+    PullStarter(ConsumerState state, Decider decider) {
+        this.state = state;
+        this.decider = decider;
+    }
+
+    int startQueued() {
+        int n = 0;
+        while (!state.queued.isEmpty()) {
+            Pull pull = state.queued.peek();
+            int[] local = state.blocks.allocate(pull.params().blockIds().length);
+            if (local == null) {
+                break;
+            }
+            state.queued.poll();
+            pull.assignBlocks(local);
+            n++;
+            start(pull, local);
+        }
+        return n;
+    }
+
+    /** A pull without lease fields is declined only now, so the recompute policy has blocks to write. */
+    private void start(Pull pull, int[] local) {
+        if (state.verification.missingLease(pull.params())) {
+            decider.decide(pull, DeclineReason.NO_LEASE);
+            return;
+        }
+        for (SliceChannel channel : pull.peer().slices()) {
+            pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), state.observer));
+        }
+        pull.moveTo(PullState.READING, null);
+        state.reading.add(pull);
+    }
+}

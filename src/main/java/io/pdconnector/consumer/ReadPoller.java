@@ -1,0 +1,44 @@
+package io.pdconnector.consumer;
+
+import java.util.List;
+
+/**
+ * Polls the block READs of every READING pull. A pull moves on only once all its READs are
+ * terminal (L9, {@link Pull#pollReads}), so no READ can still land in blocks D has given away:
+ * one failed READ declines it as transfer_failed; otherwise it waits for the slot check, or is
+ * received at once without verification (L10).
+ */
+final class ReadPoller {
+
+    private final ConsumerState state;
+    private final Decider decider;
+
+    ReadPoller(ConsumerState state, Decider decider) {
+        this.state = state;
+        this.decider = decider;
+    }
+
+    int poll() {
+        int n = 0;
+        for (Pull pull : List.copyOf(state.reading)) {
+            if (!pull.pollReads()) {
+                continue;
+            }
+            state.reading.remove(pull);
+            n++;
+            readsEnded(pull);
+        }
+        return n;
+    }
+
+    private void readsEnded(Pull pull) {
+        if (pull.anyReadFailed()) {
+            decider.decide(pull, DeclineReason.TRANSFER_FAILED);
+        } else if (!state.verification.checksSlots()) {
+            decider.decide(pull, null);
+        } else {
+            pull.moveTo(PullState.CHECKING_SLOTS, null);
+            state.checking.add(pull);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.MetadataDirectory;
+import io.pdconnector.transfer.TransferEngine;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A consumer whose loop the test thread steps by hand: commands go through the facade (their
+ * futures complete as the test steps), and what only the loop thread may look at is read here.
+ */
+public final class ConsumerFixture {
+
+    /** Only the blocking calls wait; a test stepping by hand awaits the futures itself. */
+    private static final Duration DEADLINE = Duration.ofSeconds(10);
+
+    private final PullScheduler scheduler;
+    private final ConsumerFacade facade;
+
+    public ConsumerFixture(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
+            InstantSource clock) {
+        this.scheduler = new PullScheduler(config, engine, registry, clock);
+        this.facade = new ConsumerFacade(scheduler, DEADLINE);
+    }
+
+    public ConsumerFacade facade() {
+        return facade;
+    }
+
+    public String name() {
+        return scheduler.name();
+    }
+
+    public void open() {
+        scheduler.open();
+    }
+
+    public int doWork() {
+        return scheduler.doWork();
+    }
+
+    public void close() {
+        scheduler.close();
+    }
+
+    /** Taken on the calling thread, so only between steps of a loop this thread steps. */
+    public ConsumerSnapshot snapshot() {
+        return scheduler.snapshot();
+    }
+
+    public ConsumerConfig config() {
+        return scheduler.config();
+    }
+
+    public ConsumerCounters counters() {
+        return scheduler.counters();
+    }
+
+    public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params) {
+        return facade.submitPull(requestId, tokens, params);
+    }
+
+    public CompletableFuture<Void> submitAbort(String requestId) {
+        return facade.submitAbort(requestId);
+    }
+
+    public CompletableFuture<Void> submitRelease(String requestId) {
+        return facade.submitRelease(requestId);
+    }
+
+    public CompletableFuture<byte[]> submitReadKv(String requestId) {
+        return facade.submitReadKv(requestId);
+    }
+
+    public CompletableFuture<Long> submitKvChecksum(String requestId) {
+        return facade.submitKvChecksum(requestId);
+    }
+
+    public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
+        return facade.submitMatchesReference(requestId);
+    }
+
+    public CompletableFuture<PullStatus> submitStatus(String requestId) {
+        return facade.submitStatus(requestId);
+    }
+}
