@@ -12,8 +12,9 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * Downcall handles for libpdnixl, built once per process. Each method is one downcall returning the
- * raw int status; turning a status into an exception is the caller's job ({@link NixlAgent}), which
- * also checks every argument before it gets here.
+ * raw int status; turning a status into an exception is the caller's job ({@link NixlAgent} and the
+ * collaborators it hands calls to, through {@link NativeChecks}), which also checks every argument
+ * before it gets here.
  */
 final class HelperBindings {
 

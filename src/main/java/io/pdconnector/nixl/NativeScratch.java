@@ -9,7 +9,9 @@ import java.util.Map;
 /**
  * Reusable native argument buffers of one agent, so that a READ or a notification allocates nothing
  * per call. Owned by the agent's single caller thread; freed with the agent. Buffers only grow, by
- * doubling, so their total stays within twice the largest argument seen.
+ * doubling, so their total stays within twice the largest argument seen. The agent's collaborators
+ * share one scratch: {@link #bytes} and {@link #buffer} are the same memory, so a segment is only good
+ * until the next request for one, which single-thread confinement makes safe within one call.
  */
 final class NativeScratch implements AutoCloseable {
 

@@ -9,7 +9,7 @@ import java.util.Optional;
 /**
  * A registration and its memory: the arena bounds Java's access, {@code mappedLength} (whole pages)
  * is what the helper mapped and retires, {@code file} (null for anonymous memory) is unlinked first.
- * All of it ends in {@link NixlAgent#deregister}.
+ * All of it ends in {@link NixlMemory#deregister}.
  */
 record NixlRegion(String label, MemorySegment segment, Arena arena, MemorySegment handle, long mappedLength,
         Path file) implements RegisteredRegion {

@@ -1,0 +1,35 @@
+package io.pdconnector.nixl;
+
+import io.pdconnector.transfer.TransferException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The two checks every downcall site shares: agent names are checked in Java before they reach the
+ * helper's fixed-size buffers, and a negative status becomes its typed {@link TransferException}.
+ */
+final class NativeChecks {
+
+    /** Agent name buffer, NUL included: names are engine ids and ranks, far shorter. */
+    static final int NAME_CAPACITY = 256;
+
+    private NativeChecks() {
+    }
+
+    static void checkName(String name) {
+        if (name == null || name.isBlank() || name.length() >= NAME_CAPACITY || name.indexOf('\0') >= 0) {
+            throw new IllegalArgumentException("agent name must be 1-" + (NAME_CAPACITY - 1)
+                    + " characters without NUL, got " + name);
+        }
+        if (!StandardCharsets.US_ASCII.newEncoder().canEncode(name)) {
+            throw new IllegalArgumentException("agent name must be ASCII, got " + name);
+        }
+    }
+
+    /** Returns a non-negative status (some calls report progress with it); throws for a negative one. */
+    static int check(String call, int rc) {
+        if (rc < 0) {
+            throw TransferException.of(call, rc);
+        }
+        return rc;
+    }
+}
