@@ -12,11 +12,13 @@ import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
+import io.pdconnector.memory.SlotArray;
 import io.pdconnector.producer.LeaseState;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
+import io.pdconnector.testing.ReadKind;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -196,7 +198,7 @@ class LeaseRulesTest {
         ProducerFixture p = producer(1);
         ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.gates.failNext("slot", "p-p0");
+        cluster.engine.gates.failNext(ReadKind.SLOT, "p-p0");
 
         assertDeclined(cluster.pull(d, "a", promptA, a), "slot_read_failed");
 
@@ -213,15 +215,15 @@ class LeaseRulesTest {
         ConsumerFixture d = decoder(2);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
-        cluster.engine.gates.permit("block", "p-p0");
-        cluster.engine.gates.permit("block", "p-p1");
+        cluster.engine.gates.permit(ReadKind.BLOCK, "p-p0");
+        cluster.engine.gates.permit(ReadKind.BLOCK, "p-p1");
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.stepConsumers();
         cluster.stepConsumers();
         assertEquals(2, d.snapshot().slotReadsInFlight(), "both slot READs posted, neither landed");
 
-        cluster.engine.gates.permit("slot", "p-p0");
-        cluster.engine.gates.failNext("slot", "p-p0");
+        cluster.engine.gates.permit(ReadKind.SLOT, "p-p0");
+        cluster.engine.gates.failNext(ReadKind.SLOT, "p-p0");
         cluster.stepConsumers();
         assertDeclined(pull.join(), "slot_read_failed");
         assertEquals(1, d.snapshot().slotReadsInFlight(), "rank 1's slot READ is still in flight");
@@ -241,7 +243,7 @@ class LeaseRulesTest {
         ProducerFixture p = producer(1);
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.RECOMPUTE));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.gates.failNext("slot", "p-p0");
+        cluster.engine.gates.failNext(ReadKind.SLOT, "p-p0");
 
         PullOutcome o = cluster.pull(d, "a", promptA, a);
 
@@ -336,7 +338,7 @@ class LeaseRulesTest {
         ConsumerFixture d = decoder(1);
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         cluster.engine.gates.close();
-        cluster.engine.gates.permit("block", "p-p0");
+        cluster.engine.gates.permit(ReadKind.BLOCK, "p-p0");
 
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
         cluster.steps(5);
@@ -369,7 +371,7 @@ class LeaseRulesTest {
 
     @Test
     void L10_producerThatCannotRegisterItsSlotsFailsToStart() {
-        cluster.engine.refuseRegionLabel = "lease-slots";
+        cluster.engine.refuseRegionLabel = SlotArray.LABEL;
         ProducerFixture p = new ProducerFixture(cluster.producerConfig("p").build(), cluster.engine, cluster.registry,
                 cluster.clock);
 

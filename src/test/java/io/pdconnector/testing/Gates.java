@@ -43,17 +43,17 @@ public final class Gates {
         heldPrefix = null;
     }
 
-    /** One READ of {@code kind} ("block" or "slot") from {@code remoteAgent} may land at its next poll. */
-    public void permit(String kind, String remoteAgent) {
+    /** One READ of {@code kind} from {@code remoteAgent} may land at its next poll. */
+    public void permit(ReadKind kind, String remoteAgent) {
         permits.merge(key(kind, remoteAgent), 1, Integer::sum);
     }
 
     /** The next READ of {@code kind} from {@code remoteAgent} that is let through fails instead. */
-    public void failNext(String kind, String remoteAgent) {
+    public void failNext(ReadKind kind, String remoteAgent) {
         failures.add(key(kind, remoteAgent));
     }
 
-    boolean letThrough(String kind, String remoteAgent) {
+    boolean letThrough(ReadKind kind, String remoteAgent) {
         if (!closed) {
             return true;
         }
@@ -66,7 +66,7 @@ public final class Gates {
         return true;
     }
 
-    boolean takeFailure(String kind, String remoteAgent) {
+    boolean takeFailure(ReadKind kind, String remoteAgent) {
         return failures.remove(key(kind, remoteAgent));
     }
 
@@ -97,7 +97,7 @@ public final class Gates {
         return List.copyOf(held);
     }
 
-    private static String key(String kind, String remoteAgent) {
-        return kind + " " + remoteAgent;
+    private static String key(ReadKind kind, String remoteAgent) {
+        return kind.word() + " " + remoteAgent;
     }
 }

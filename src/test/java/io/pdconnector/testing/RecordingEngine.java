@@ -25,8 +25,8 @@ import java.util.function.BiConsumer;
 /**
  * Loopback with a log of what every agent did, and faults a test can switch on: a refused region
  * registration, and {@link Gates} that keep READs in flight, fail them, and hold notifications
- * until the test lets them through. READs are classified as "slot" or
- * "block" by whether their remote memory is a lease slot array; a READ released before it was
+ * until the test lets them through. READs are classified as {@link ReadKind#SLOT} or
+ * {@link ReadKind#BLOCK} by whether their remote memory is a lease slot array; a READ released before it was
  * terminal is logged as "cancel".
  */
 public final class RecordingEngine implements TransferEngine {
@@ -109,8 +109,8 @@ public final class RecordingEngine implements TransferEngine {
 
     private final class Agent implements TransferAgent {
         private final TransferAgent inner;
-        private final Map<PreparedDescriptors, String> kinds = Collections.synchronizedMap(new IdentityHashMap<>());
-        private final Map<ReadRequest, String> reads = Collections.synchronizedMap(new IdentityHashMap<>());
+        private final Map<PreparedDescriptors, ReadKind> kinds = Collections.synchronizedMap(new IdentityHashMap<>());
+        private final Map<ReadRequest, ReadKind> reads = Collections.synchronizedMap(new IdentityHashMap<>());
         private final Set<ReadRequest> terminal = Collections.newSetFromMap(
                 Collections.synchronizedMap(new IdentityHashMap<>()));
 
@@ -159,7 +159,7 @@ public final class RecordingEngine implements TransferEngine {
         @Override
         public PreparedDescriptors prepareRemote(String remoteAgent, DescriptorList d) {
             PreparedDescriptors p = inner.prepareRemote(remoteAgent, d);
-            kinds.put(p, isSlotMemory(d) ? "slot" : "block");
+            kinds.put(p, isSlotMemory(d) ? ReadKind.SLOT : ReadKind.BLOCK);
             return p;
         }
 
@@ -169,17 +169,17 @@ public final class RecordingEngine implements TransferEngine {
         public ReadRequest postRead(PreparedDescriptors local, int[] li, PreparedDescriptors remote, int[] ri,
                 byte[] notification) {
             ReadRequest r = inner.postRead(local, li, remote, ri, notification);
-            String kind = kinds.get(remote);
+            ReadKind kind = kinds.get(remote);
             reads.put(r, kind);
-            events.add("post " + kind + " " + name() + "->" + remote.owner() + " n=" + li.length
+            events.add("post " + kind.word() + " " + name() + "->" + remote.owner() + " n=" + li.length
                     + (notification == null ? "" : " notif"));
             return r;
         }
 
         @Override
         public TransferStatus status(ReadRequest request) {
-            String kind = reads.get(request);
-            String route = kind + " " + name() + "->" + request.remoteAgent();
+            ReadKind kind = reads.get(request);
+            String route = kind.word() + " " + name() + "->" + request.remoteAgent();
             if (!gates.letThrough(kind, request.remoteAgent())) {
                 return TransferStatus.IN_PROGRESS;
             }
@@ -205,9 +205,9 @@ public final class RecordingEngine implements TransferEngine {
 
         @Override
         public void release(ReadRequest request) {
-            String kind = reads.remove(request);
+            ReadKind kind = reads.remove(request);
             if (!terminal.remove(request)) {
-                events.add("cancel " + kind + " " + name() + "->" + request.remoteAgent());
+                events.add("cancel " + kind.word() + " " + name() + "->" + request.remoteAgent());
             }
             inner.release(request);
         }

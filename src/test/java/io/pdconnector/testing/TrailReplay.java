@@ -98,7 +98,7 @@ public final class TrailReplay implements AutoCloseable {
             case ROUTER_AGAIN -> log.add("  (the retry is prefilled at its schedule event)");
             case NOTIFY -> log.add("  (Java notifies when it decides; held until a delivery event)");
             case PULL_START -> startPull(attempts[e.attempt()], "pull-a" + e.attempt());
-            case READ_LANDS -> land("block", e.rank());
+            case READ_LANDS -> land(ReadKind.BLOCK, e.rank());
             case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
             case DECIDE -> stepDUntil(() -> attempts[e.attempt()].pull.decided(), 3);
             case DECODE_DONE -> attempts[e.attempt()].pull.releaseWhenDecided = true;
@@ -254,7 +254,7 @@ public final class TrailReplay implements AutoCloseable {
         stepD();
     }
 
-    private void land(String kind, int rank) {
+    private void land(ReadKind kind, int rank) {
         cluster.engine.gates.permit(kind, "p-p" + rank);
         stepD();
     }
@@ -262,9 +262,9 @@ public final class TrailReplay implements AutoCloseable {
     private void slotRead(int rank, boolean fails) {
         if (fails) {
             checks.injectedSlotFailures++;
-            cluster.engine.gates.failNext("slot", "p-p" + rank);
+            cluster.engine.gates.failNext(ReadKind.SLOT, "p-p" + rank);
         }
-        land("slot", rank);
+        land(ReadKind.SLOT, rank);
     }
 
     /** Every gate open and every held notification delivered, until every pull is decided. */
