@@ -5,6 +5,7 @@ import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.TokenIds;
 
 /** Checks of a pull's input: against the prompt on the caller's thread, against the peer on the loop. */
 final class PullValidation {
@@ -13,9 +14,10 @@ final class PullValidation {
     }
 
     static void requirePrompt(ConsumerConfig config, int[] tokens, KvTransferParams params) {
-        if (tokens == null || tokens.length != params.remoteNumTokens()) {
+        TokenIds.require(tokens);
+        if (tokens.length != params.remoteNumTokens()) {
             throw new InvalidKvTransferParamsException("remote_num_tokens is " + params.remoteNumTokens()
-                    + " but the prompt has " + (tokens == null ? "no" : tokens.length) + " tokens");
+                    + " but the prompt has " + tokens.length + " tokens");
         }
         int needed = config.geometry().blocksFor(tokens.length);
         if (params.blockIds().length != needed) {
@@ -25,11 +27,6 @@ final class PullValidation {
         if (needed > config.numBlocks()) {
             throw InvalidInputException.of("the prompt needs " + needed + " blocks, this decoder has "
                     + config.numBlocks());
-        }
-        for (int t : tokens) {
-            if (t < 0) {
-                throw InvalidInputException.of("token ids must not be negative, got " + t);
-            }
         }
     }
 

@@ -6,6 +6,7 @@ import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
+import io.pdconnector.protocol.TokenIds;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
@@ -107,15 +108,7 @@ public final class ProducerFacade {
     }
 
     private void requirePrompt(int[] tokens) {
-        if (tokens == null) {
-            throw InvalidInputException.of("a prompt needs at least one token");
-        }
-        requireFits(tokens.length);
-        for (int t : tokens) {
-            if (t < 0) {
-                throw InvalidInputException.of("token ids must not be negative, got " + t);
-            }
-        }
+        requireFits(TokenIds.require(tokens).length);
     }
 
     private void requireFits(int numTokens) {
