@@ -19,7 +19,7 @@ public record ConsumerConfig(
         Duration pullTimeout,
         int slotReadSpins,
         int slotChecksPerRead,
-        int commandQueueCapacity) {
+        int commandQueueCapacity) implements InstanceScoped {
 
     /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
     public static final Duration DEFAULT_HEARTBEAT = LeaseSettings.DEFAULT_DURATION.dividedBy(6);
@@ -44,17 +44,6 @@ public record ConsumerConfig(
         return builder(engineId).build();
     }
 
-    public String engineId() {
-        return instance.engineId();
-    }
-
-    public int tpSize() {
-        return instance.tpSize();
-    }
-
-    public ModelGeometry geometry() {
-        return instance.geometry();
-    }
 
     /**
      * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,

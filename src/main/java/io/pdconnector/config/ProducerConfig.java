@@ -21,7 +21,7 @@ public record ProducerConfig(
         int maxNumSeqs,
         Path kvShmDir,
         LeaseSettings lease,
-        int commandQueueCapacity) {
+        int commandQueueCapacity) implements InstanceScoped {
 
     public ProducerConfig {
         Objects.requireNonNull(instance, "instance");
@@ -42,17 +42,6 @@ public record ProducerConfig(
         return builder(engineId, stateDir).build();
     }
 
-    public String engineId() {
-        return instance.engineId();
-    }
-
-    public int tpSize() {
-        return instance.tpSize();
-    }
-
-    public ModelGeometry geometry() {
-        return instance.geometry();
-    }
 
     public Duration leaseDuration() {
         return lease.duration();
