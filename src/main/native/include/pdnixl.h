@@ -93,9 +93,12 @@ int pdx_notif_send(pdx_agent_t *agent, const char *remote_name, const uint8_t *m
 /* Drains received notifications into buf as records
  *   u32 agent_len, u32 msg_len, agent bytes, msg bytes
  * (host byte order, unpadded). Records that do not fit stay queued for the
- * next call, and the call returns PDX_MORE; a single record larger than cap returns PDX_ERR_BUFFER_SMALL. */
+ * next call, and the call returns PDX_MORE. A record larger than cap, which
+ * no call could take, or one NIXL cannot hand out, is skipped and counted in
+ * dropped_out instead. On error the rest of the batch is given up, so no
+ * record can fail every later call. */
 int pdx_notif_drain(pdx_agent_t *agent, uint8_t *buf, uint64_t cap, uint64_t *used_out,
-                    uint32_t *count_out);
+                    uint32_t *count_out, uint32_t *dropped_out);
 
 #ifdef __cplusplus
 }

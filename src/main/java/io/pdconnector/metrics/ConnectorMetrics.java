@@ -78,6 +78,7 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_leases_released_by_readers", "Leases released after every reader notified", c.leasesReleasedByReaders);
         counter("pd_heartbeats_applied", "Heartbeats that extended a live lease", c.heartbeatsApplied);
         counter("pd_heartbeats_ignored", "Heartbeats for no live lease (never revive one, L8)", c.heartbeatsIgnored);
+        counter("pd_notifications_dropped", "Notifications dropped unread: over the 32 KiB maximum", c.droppedNotifications);
         gauges("producer", g);
         gauge("pd_slots_in_use", "Lease slots held", g, LoopGauges::slotsInUse);
         gauge("pd_slots_total", "Lease slots per rank", g, LoopGauges::slotsTotal);

@@ -56,7 +56,7 @@ final class HelperBindings {
         xferStatus = bind(lookup, "pdx_xfer_status", ADDRESS, ADDRESS);
         xferRelease = bind(lookup, "pdx_xfer_release", ADDRESS, ADDRESS);
         notifSend = bind(lookup, "pdx_notif_send", ADDRESS, ADDRESS, ADDRESS, JAVA_LONG);
-        notifDrain = bind(lookup, "pdx_notif_drain", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS);
+        notifDrain = bind(lookup, "pdx_notif_drain", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS);
     }
 
     static HelperBindings load(NixlHome home) {
@@ -210,9 +210,10 @@ final class HelperBindings {
         }
     }
 
-    int notifDrain(MemorySegment agent, MemorySegment buf, long cap, MemorySegment usedOut, MemorySegment countOut) {
+    int notifDrain(MemorySegment agent, MemorySegment buf, long cap, MemorySegment usedOut, MemorySegment countOut,
+            MemorySegment droppedOut) {
         try {
-            return (int) notifDrain.invokeExact(agent, buf, cap, usedOut, countOut);
+            return (int) notifDrain.invokeExact(agent, buf, cap, usedOut, countOut, droppedOut);
         } catch (Throwable t) {
             throw linkageFailure("pdx_notif_drain", t);
         }

@@ -22,7 +22,7 @@ final class NativeScratch implements AutoCloseable {
     private MemorySegment remoteIndices = MemorySegment.NULL;
     private MemorySegment bytes = MemorySegment.NULL;
 
-    /** Two 8-byte out-parameters, zeroed. */
+    /** 16 bytes of out-parameters (two 8-byte ones, or smaller ones packed), zeroed. */
     MemorySegment out() {
         out.fill((byte) 0);
         return out;

@@ -3,6 +3,9 @@ package io.pdconnector.nixl;
 import static io.pdconnector.nixl.NativeChecks.check;
 import static io.pdconnector.nixl.NativeChecks.checkName;
 
+import io.pdconnector.transfer.NotificationSink;
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.function.BiConsumer;
@@ -10,8 +13,12 @@ import java.util.function.BiConsumer;
 /** One agent's notifications, sent to peers and drained from NIXL. Called only through {@link NixlAgent}. */
 final class NixlNotifications {
 
-    /** Scratch for one notification drain call; a fuller inbox is drained in more calls (DRAIN_MORE). */
-    private static final int DRAIN_BUFFER = 64 * 1024;
+    /**
+     * Scratch for one notification drain call; a fuller inbox is drained in more calls (DRAIN_MORE).
+     * Twice the maximum notification, so a record of any peer name within the maximum fits; the
+     * helper skips and counts a record larger than the whole buffer.
+     */
+    private static final int DRAIN_BUFFER = 2 * TransferAgent.MAX_NOTIFICATION_BYTES;
     /** pdnixl.h's PDX_MORE: the buffer filled up and records remain, so drain again. */
     private static final int DRAIN_MORE = 2;
 
@@ -30,23 +37,38 @@ final class NixlNotifications {
         if (message == null || message.length == 0) {
             throw new IllegalArgumentException("a notification must not be empty");
         }
+        TransferException.checkNotificationSize("pdx_notif_send(" + remoteAgent + ")", message);
         check("pdx_notif_send(" + remoteAgent + ")",
                 native_.notifSend(agent, scratch.name(remoteAgent), scratch.bytes(message), message.length));
     }
 
+    /**
+     * Drains in as many calls as it takes. A notification over the maximum is dropped: by the helper
+     * when its record exceeds the whole buffer, here when it fits the buffer but not the maximum; the
+     * sum is reported to a {@link NotificationSink} once, even if a call fails (the helper gives up
+     * the rest of that batch, so the next drain starts clean).
+     */
     int drain(BiConsumer<String, byte[]> sink) {
         int total = 0;
+        int dropped = 0;
         MemorySegment buf = scratch.buffer(DRAIN_BUFFER);
-        while (true) {
-            MemorySegment out = scratch.out();
-            int rc = check("pdx_notif_drain", native_.notifDrain(agent, buf, DRAIN_BUFFER, out, out.asSlice(8)));
-            long used = out.get(ValueLayout.JAVA_LONG, 0);
-            int count = out.get(ValueLayout.JAVA_INT, 8);
-            NotificationRecords.forEach(buf.asSlice(0, used), count, sink);
-            total += count;
-            if (rc != DRAIN_MORE) {
-                return total;
+        try {
+            while (true) {
+                MemorySegment out = scratch.out();
+                int rc = native_.notifDrain(agent, buf, DRAIN_BUFFER, out, out.asSlice(8), out.asSlice(12));
+                long used = out.get(ValueLayout.JAVA_LONG, 0);
+                int count = out.get(ValueLayout.JAVA_INT, 8);
+                dropped += out.get(ValueLayout.JAVA_INT, 12);
+                int delivered = NotificationRecords.forEach(buf.asSlice(0, used), count,
+                        TransferAgent.MAX_NOTIFICATION_BYTES, sink);
+                total += delivered;
+                dropped += count - delivered;
+                if (check("pdx_notif_drain", rc) != DRAIN_MORE) { // after delivering what the failed call copied
+                    return total;
+                }
             }
+        } finally {
+            NotificationSink.reportDropped(sink, dropped);
         }
     }
 }

@@ -4,6 +4,7 @@ import static io.pdconnector.nixl.NativeChecks.check;
 
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
+import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -40,6 +41,7 @@ final class NixlReads {
         if (notification != null && notification.length == 0) {
             throw new IllegalArgumentException("a notification must not be empty");
         }
+        TransferException.checkNotificationSize("postRead", notification);
         MemorySegment notif = notification == null ? MemorySegment.NULL : scratch.bytes(notification);
         long notifLen = notification == null ? 0 : notification.length;
         MemorySegment out = scratch.out();

@@ -1,6 +1,7 @@
 package io.pdconnector.producer;
 
 import io.pdconnector.protocol.LeaseNotification;
+import io.pdconnector.transfer.NotificationSink;
 
 /**
  * What a prefill rank does with the notifications decoders send it. Heartbeats extend live leases
@@ -8,6 +9,7 @@ import io.pdconnector.protocol.LeaseNotification;
  * nonce must be the lease's, so a late reader of an earlier attempt with the same request id is
  * ignored and counted stale; without one (an unverifying decoder, L10) it is taken at its word.
  * Each distinct sender counts once, so a duplicated message cannot stand in for a second reader.
+ * What the engine dropped unread (over {@code TransferAgent.MAX_NOTIFICATION_BYTES}) is counted too.
  */
 final class NotificationInbox {
 
@@ -25,9 +27,23 @@ final class NotificationInbox {
     int drain(long now) {
         int work = 0;
         for (ProducerRank rank : state.ranks) {
-            work += rank.drainNotifications((from, message) -> accept(rank.rank(), from, message, now));
+            work += rank.drainNotifications(sink(rank.rank(), now));
         }
         return work;
+    }
+
+    private NotificationSink sink(int rank, long now) {
+        return new NotificationSink() {
+            @Override
+            public void accept(String from, byte[] message) {
+                NotificationInbox.this.accept(rank, from, message, now);
+            }
+
+            @Override
+            public void dropped(int count) {
+                state.counters.droppedNotifications.addAndGet(count);
+            }
+        };
     }
 
     private void accept(int rank, String from, byte[] message, long now) {

@@ -15,6 +15,8 @@ public final class ProducerCounters {
     public final AtomicLong staleNotifications = new AtomicLong();
     public final AtomicLong duplicateNotifications = new AtomicLong();
     public final AtomicLong malformedNotifications = new AtomicLong();
+    /** Notifications the transfer engine dropped unread: over {@code TransferAgent.MAX_NOTIFICATION_BYTES}. */
+    public final AtomicLong droppedNotifications = new AtomicLong();
     public final AtomicLong heartbeatsApplied = new AtomicLong();
     public final AtomicLong heartbeatsIgnored = new AtomicLong();
 }

@@ -13,6 +13,14 @@ import java.util.function.BiConsumer;
  */
 public interface TransferAgent extends AutoCloseable {
 
+    /**
+     * The largest notification, in bytes, an agent sends or delivers: {@link #sendNotification} and
+     * {@link #postRead} refuse a longer one with {@link TransferException.NotificationTooLarge}
+     * before it leaves, and {@link #drainNotifications} drops and counts a longer one a peer outside
+     * the connector sent anyway. The connector's own are far shorter (heartbeats are cut at 4 KB).
+     */
+    int MAX_NOTIFICATION_BYTES = 32 * 1024;
+
     String name();
 
     /** Allocates {@code bytes} of page-aligned DRAM and registers it; the memory lives exactly as long as the registration. */
@@ -60,9 +68,14 @@ public interface TransferAgent extends AutoCloseable {
     /** Releases a READ, cancelling it if it is still in flight. */
     void release(ReadRequest request);
 
+    /** Sends {@code message} (1..{@link #MAX_NOTIFICATION_BYTES} bytes) to a loaded peer. */
     void sendNotification(String remoteAgent, byte[] message);
 
-    /** Hands every notification received since the last drain to {@code sink}; returns how many. */
+    /**
+     * Hands every notification received since the last drain to {@code sink}; returns how many. One
+     * over {@link #MAX_NOTIFICATION_BYTES} is dropped instead, never thrown about, and reported to a
+     * {@link NotificationSink}'s {@link NotificationSink#dropped}.
+     */
     int drainNotifications(BiConsumer<String, byte[]> sink);
 
     /** Regions, prepared lists and READs this agent still holds. */

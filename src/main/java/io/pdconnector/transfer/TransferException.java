@@ -103,6 +103,24 @@ public sealed class TransferException extends RuntimeException {
         FileInUse(String call, int code, String detail) { super(call, code, detail); }
     }
 
+    /**
+     * A notification over {@link TransferAgent#MAX_NOTIFICATION_BYTES}, refused before it was sent;
+     * typed as the helper's argument refusal, so a caller counting failed sends counts it too.
+     */
+    public static final class NotificationTooLarge extends TransferException {
+        NotificationTooLarge(String call, int length) {
+            super(call, NativeStatus.HELPER_ARGUMENT_REJECTED.code(), "a notification of " + length
+                    + " bytes is over TransferAgent.MAX_NOTIFICATION_BYTES (" + TransferAgent.MAX_NOTIFICATION_BYTES + ")");
+        }
+    }
+
+    /** Throws {@link NotificationTooLarge} for a notification over {@link TransferAgent#MAX_NOTIFICATION_BYTES}. */
+    public static void checkNotificationSize(String call, byte[] notification) {
+        if (notification != null && notification.length > TransferAgent.MAX_NOTIFICATION_BYTES) {
+            throw new NotificationTooLarge(call, notification.length);
+        }
+    }
+
     /** A C++ exception caught at NIXL's boundary, or a code no one documented. */
     public static final class NativeFailure extends TransferException {
         NativeFailure(String call, int code, String detail) { super(call, code, detail); }

@@ -8,4 +8,24 @@ class LoopbackAgentContractTest extends TransferAgentContract {
     protected TransferEngine openEngine() {
         return new LoopbackTransferEngine();
     }
+
+    @Override
+    protected ForeignPeer foreignPeer(TransferAgent to) {
+        LoopbackTransferEngine loopback = (LoopbackTransferEngine) engine;
+        return new ForeignPeer() {
+            @Override
+            public String name() {
+                return "foreign-peer";
+            }
+
+            @Override
+            public void send(byte[] message) {
+                loopback.deliverUnchecked(name(), to.name(), message);
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
 }

@@ -43,6 +43,19 @@ public abstract class TransferAgentContract {
 
     protected abstract TransferEngine openEngine();
 
+    /** A peer outside the connector that checks nothing it sends: another NIXL client, an older build. */
+    public interface ForeignPeer extends AutoCloseable {
+        String name();
+
+        void send(byte[] message);
+
+        @Override
+        void close();
+    }
+
+    /** A {@link ForeignPeer} of this engine that has loaded {@code to}'s metadata. */
+    protected abstract ForeignPeer foreignPeer(TransferAgent to);
+
     @BeforeEach
     void agents() {
         engine = openEngine();
@@ -178,6 +191,59 @@ public abstract class TransferAgentContract {
             final int n = i;
             assertTrue(seen.stream().anyMatch(s -> s.startsWith(d.name() + "=" + n + ":")), "notification " + i);
         }
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
+    @Test
+    void notificationsOverTheMaximumAreDroppedAndCountedAndTheNextOneStillArrives() {
+        List<String> seen = new ArrayList<>();
+        int[] dropped = {0};
+        NotificationSink sink = new NotificationSink() {
+            @Override
+            public void accept(String from, byte[] msg) {
+                seen.add(from + "=" + (msg.length > 64 ? msg.length + " bytes" : new String(msg, StandardCharsets.UTF_8)));
+            }
+
+            @Override
+            public void dropped(int count) {
+                dropped[0] += count;
+            }
+        };
+        String foreignName;
+        try (ForeignPeer foreign = foreignPeer(p)) {
+            foreignName = foreign.name();
+            foreign.send("x".repeat(100 * 1024).getBytes(StandardCharsets.UTF_8)); // over one whole drain buffer
+            foreign.send("y".repeat(TransferAgent.MAX_NOTIFICATION_BYTES + 1).getBytes(StandardCharsets.UTF_8));
+            foreign.send("after".getBytes(StandardCharsets.UTF_8));
+            long deadline = System.nanoTime() + DEADLINE_NS;
+            while ((seen.isEmpty() || dropped[0] < 2) && System.nanoTime() < deadline) {
+                p.drainNotifications(sink);
+            }
+        }
+
+        assertEquals(List.of(foreignName + "=after"), seen, "the notification after the oversized ones arrived");
+        assertEquals(2, dropped[0], "both oversized notifications were dropped and reported");
+        assertEquals(0, p.drainNotifications(sink), "nothing is left behind to fail the next drain");
+        assertEquals(2, dropped[0]);
+    }
+
+    @Test
+    void aNotificationOfTheMaximumSizeArrivesAndALongerOneIsRefusedBeforeItIsSent() {
+        RegisteredRegion src = p.allocate("kv", 4096);
+        RegisteredRegion dst = d.allocate("kv", 4096);
+        Prepared lists = prepare(src, dst, 4096, 1);
+        byte[] tooLong = new byte[TransferAgent.MAX_NOTIFICATION_BYTES + 1];
+        int handles = d.openHandles();
+
+        assertThrows(TransferException.NotificationTooLarge.class, () -> d.sendNotification(pName, tooLong));
+        assertThrows(TransferException.NotificationTooLarge.class,
+                () -> d.postRead(lists.local, new int[] {0}, lists.remote, new int[] {0}, tooLong));
+        assertEquals(handles, d.openHandles(), "the refused READ took no handle");
+        d.sendNotification(pName, "m".repeat(TransferAgent.MAX_NOTIFICATION_BYTES).getBytes(StandardCharsets.UTF_8));
+
+        assertEquals(List.of(d.name() + "=" + "m".repeat(TransferAgent.MAX_NOTIFICATION_BYTES)), drain(p));
+        lists.releaseWith(d);
         p.deregister(src);
         d.deregister(dst);
     }

@@ -1,5 +1,8 @@
 package io.pdconnector.transfer.loopback;
 
+import io.pdconnector.transfer.NotificationSink;
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferException;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -24,6 +27,7 @@ final class LoopbackNotifications {
         if (message == null || message.length == 0) {
             throw new IllegalArgumentException("a notification must not be empty");
         }
+        TransferException.checkNotificationSize("sendNotification", message);
         peers.require("sendNotification", remoteAgent).deliver(name, message.clone());
     }
 
@@ -31,10 +35,21 @@ final class LoopbackNotifications {
         inbox.add(Map.entry(from, message));
     }
 
+    /** Delivers what arrived, dropping (and reporting) any over the maximum, as NIXL's drain does. */
     int drain(BiConsumer<String, byte[]> sink) {
         int n = 0;
-        for (Map.Entry<String, byte[]> e; (e = inbox.poll()) != null; n++) {
-            sink.accept(e.getKey(), e.getValue());
+        int dropped = 0;
+        try {
+            for (Map.Entry<String, byte[]> e; (e = inbox.poll()) != null; ) {
+                if (e.getValue().length > TransferAgent.MAX_NOTIFICATION_BYTES) {
+                    dropped++;
+                    continue;
+                }
+                sink.accept(e.getKey(), e.getValue());
+                n++;
+            }
+        } finally {
+            NotificationSink.reportDropped(sink, dropped);
         }
         return n;
     }

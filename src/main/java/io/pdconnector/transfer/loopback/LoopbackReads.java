@@ -2,6 +2,7 @@ package io.pdconnector.transfer.loopback;
 
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
+import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
 
 /** One loopback agent's READs: posted, completed by copying on the first poll, released. */
@@ -25,6 +26,7 @@ final class LoopbackReads {
         if (notification != null && notification.length == 0) {
             throw new IllegalArgumentException("a notification must not be empty");
         }
+        TransferException.checkNotificationSize("postRead", notification);
         LoopbackRead read = new LoopbackRead(r.agent(), LoopbackRead.pairs(l, localIndices, r, remoteIndices),
                 notification == null ? null : notification.clone());
         handles.add(read);

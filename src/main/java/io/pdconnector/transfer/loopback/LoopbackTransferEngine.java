@@ -30,6 +30,19 @@ public final class LoopbackTransferEngine implements TransferEngine {
         return agent;
     }
 
+    /**
+     * Puts {@code message} in {@code to}'s inbox as {@code from}, a peer outside the connector (another
+     * NIXL client, an older build) would: with none of the checks a loopback agent's own send makes,
+     * so tests can show what a receiver does with what the connector never sends itself.
+     */
+    public void deliverUnchecked(String from, String to, byte[] message) {
+        LoopbackAgent agent = agents.get(to);
+        if (agent == null) {
+            throw new IllegalArgumentException("no agent named " + to + " in this engine");
+        }
+        agent.deliver(from, message.clone());
+    }
+
     LoopbackAgent find(String name, long incarnation) {
         LoopbackAgent agent = agents.get(name);
         return agent != null && agent.incarnation() == incarnation ? agent : null;
