@@ -4,6 +4,7 @@ import static io.pdconnector.nixl.NativeChecks.check;
 import static io.pdconnector.nixl.NativeChecks.checkName;
 
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
@@ -14,7 +15,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
-import java.util.function.BiConsumer;
 
 /**
  * A NIXL agent with its UCX backend. Arguments are checked in Java, here and in the collaborator
@@ -146,7 +146,7 @@ final class NixlAgent implements TransferAgent {
     }
 
     @Override
-    public int drainNotifications(BiConsumer<String, byte[]> sink) {
+    public int drainNotifications(NotificationSink sink) {
         enter();
         return notifications.drain(sink);
     }

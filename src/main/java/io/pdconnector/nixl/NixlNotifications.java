@@ -8,7 +8,6 @@ import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.function.BiConsumer;
 
 /** One agent's notifications, sent to peers and drained from NIXL. Called only through {@link NixlAgent}. */
 final class NixlNotifications {
@@ -48,7 +47,7 @@ final class NixlNotifications {
      * sum is reported to a {@link NotificationSink} once, even if a call fails (the helper gives up
      * the rest of that batch, so the next drain starts clean).
      */
-    int drain(BiConsumer<String, byte[]> sink) {
+    int drain(NotificationSink sink) {
         int total = 0;
         int dropped = 0;
         MemorySegment buf = scratch.buffer(DRAIN_BUFFER);
@@ -68,7 +67,9 @@ final class NixlNotifications {
                 }
             }
         } finally {
-            NotificationSink.reportDropped(sink, dropped);
+            if (dropped > 0) {
+                sink.dropped(dropped);
+            }
         }
     }
 }

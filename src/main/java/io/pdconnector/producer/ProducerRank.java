@@ -4,6 +4,7 @@ import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.memory.SlotArray;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.reference.ReferenceEngine;
+import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
@@ -11,7 +12,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -128,7 +128,7 @@ final class ProducerRank {
         return blockBytes;
     }
 
-    int drainNotifications(BiConsumer<String, byte[]> sink) {
+    int drainNotifications(NotificationSink sink) {
         return agent.drainNotifications(sink);
     }
 

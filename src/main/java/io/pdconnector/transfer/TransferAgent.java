@@ -1,7 +1,6 @@
 package io.pdconnector.transfer;
 
 import java.nio.file.Path;
-import java.util.function.BiConsumer;
 
 /**
  * One NIXL agent. Not thread-safe by design: the connector's step loop is its only caller, which
@@ -73,10 +72,10 @@ public interface TransferAgent extends AutoCloseable {
 
     /**
      * Hands every notification received since the last drain to {@code sink}; returns how many. One
-     * over {@link #MAX_NOTIFICATION_BYTES} is dropped instead, never thrown about, and reported to a
-     * {@link NotificationSink}'s {@link NotificationSink#dropped}.
+     * over {@link #MAX_NOTIFICATION_BYTES} is dropped instead, never thrown about, and counted through
+     * {@link NotificationSink#dropped}.
      */
-    int drainNotifications(BiConsumer<String, byte[]> sink);
+    int drainNotifications(NotificationSink sink);
 
     /** Regions, prepared lists and READs this agent still holds. */
     int openHandles();

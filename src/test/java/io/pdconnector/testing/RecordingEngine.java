@@ -2,6 +2,7 @@ package io.pdconnector.testing;
 
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.NativeStatus;
+import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
@@ -20,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.function.BiConsumer;
 
 /**
  * Loopback with a log of what every agent did, and faults a test can switch on: a refused region
@@ -228,7 +228,7 @@ public final class RecordingEngine implements TransferEngine {
         }
 
         @Override
-        public int drainNotifications(BiConsumer<String, byte[]> sink) {
+        public int drainNotifications(NotificationSink sink) {
             return inner.drainNotifications(sink);
         }
 

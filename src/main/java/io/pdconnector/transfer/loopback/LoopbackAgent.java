@@ -1,6 +1,7 @@
 package io.pdconnector.transfer.loopback;
 
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
@@ -8,7 +9,6 @@ import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferStatus;
 import java.nio.file.Path;
 import java.util.Objects;
-import java.util.function.BiConsumer;
 
 /**
  * An in-process agent; its registered regions and inbox are what peers reach instead of UCX. Each
@@ -128,7 +128,7 @@ final class LoopbackAgent implements TransferAgent {
     }
 
     @Override
-    public int drainNotifications(BiConsumer<String, byte[]> sink) {
+    public int drainNotifications(NotificationSink sink) {
         open();
         return notifications.drain(sink);
     }

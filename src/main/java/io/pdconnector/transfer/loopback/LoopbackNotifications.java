@@ -6,7 +6,6 @@ import io.pdconnector.transfer.TransferException;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.function.BiConsumer;
 
 /**
  * One loopback agent's notifications. The inbox is concurrent because peers deliver into it from
@@ -36,7 +35,7 @@ final class LoopbackNotifications {
     }
 
     /** Delivers what arrived, dropping (and reporting) any over the maximum, as NIXL's drain does. */
-    int drain(BiConsumer<String, byte[]> sink) {
+    int drain(NotificationSink sink) {
         int n = 0;
         int dropped = 0;
         try {
@@ -49,7 +48,9 @@ final class LoopbackNotifications {
                 n++;
             }
         } finally {
-            NotificationSink.reportDropped(sink, dropped);
+            if (dropped > 0) {
+                sink.dropped(dropped);
+            }
         }
         return n;
     }
