@@ -1,13 +1,13 @@
 package io.pdconnector.api;
 
 import io.pdconnector.error.InvalidInputException;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The {@code prompt} of a completion request as token ids. OpenAI allows a string, a list of token
  * ids, or a batch (a list of strings or of token-id lists); a batch of one is unwrapped, larger ones
- * are refused because one request is one pull of one prompt's KV.
+ * are refused because one request is one pull of one prompt's KV. A list's length is checked before
+ * its ids are copied (the list itself is bounded by {@code pd.http.max-json-body}).
  */
 final class CompletionPrompt {
 
@@ -32,17 +32,19 @@ final class CompletionPrompt {
             }
             return tokens(first);
         }
+        PromptInput.requireWithinLimit(list.size());
         return PromptInput.tokens(null, tokenIds(list));
     }
 
-    private static List<Integer> tokenIds(List<?> list) {
-        List<Integer> ids = new ArrayList<>(list.size());
+    private static int[] tokenIds(List<?> list) {
+        int[] ids = new int[list.size()];
+        int i = 0;
         for (Object o : list) {
             if (!(o instanceof Number n) || n.doubleValue() != Math.rint(n.doubleValue())
                     || n.longValue() < Integer.MIN_VALUE || n.longValue() > Integer.MAX_VALUE) {
                 throw InvalidInputException.of("prompt token ids must be integers, got " + o);
             }
-            ids.add(n.intValue());
+            ids[i++] = n.intValue();
         }
         return ids;
     }

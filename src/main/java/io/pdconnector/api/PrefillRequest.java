@@ -1,17 +1,17 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import io.pdconnector.protocol.RequestIds;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
-import java.util.List;
 import java.util.Map;
 
 /** Router -> P: prefill this prompt for a remote decoder ({@code do_remote_decode: true}). */
 public record PrefillRequest(
         @JsonProperty("request_id") @NotBlank @Pattern(regexp = RequestIds.PATTERN) String requestId,
         String prompt,
-        @JsonProperty("token_ids") List<Integer> tokenIds,
+        @JsonProperty("token_ids") @JsonDeserialize(using = TokenIdArray.class) int[] tokenIds,
         @JsonProperty("kv_transfer_params") @NotNull Map<String, Object> kvTransferParams) {
 }

@@ -58,7 +58,8 @@ public class ProblemMappers {
     public Response web(WebApplicationException e, UriInfo uri) {
         int status = e.getResponse().getStatus();
         String reason = status == 400 ? "malformed-request" : status == 404 ? "not-found"
-                : status == 405 ? "method-not-allowed" : status == 415 ? "unsupported-media-type" : "http-" + status;
+                : status == 405 ? "method-not-allowed" : status == 413 ? BodyLimits.REASON
+                : status == 415 ? "unsupported-media-type" : "http-" + status;
         return respond(Problem.of(status, reason, e.getResponse().getStatusInfo().getReasonPhrase(),
                 e.getMessage() == null ? "HTTP " + status : e.getMessage()), uri);
     }

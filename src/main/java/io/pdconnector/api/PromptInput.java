@@ -2,27 +2,38 @@ package io.pdconnector.api;
 
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.reference.TextTokenizer;
-import java.util.List;
 
-/** A prompt given as text or as token ids, exactly one of them. */
+/**
+ * A prompt given as text or as token ids, exactly one of them. Its length is checked before any work
+ * that grows with it: a text's words are counted without splitting it, token ids arrive as an
+ * {@code int[]} cut off one past the limit ({@link TokenIdArray}).
+ */
 final class PromptInput {
 
-    static final int MAX_TOKENS = 1 << 20;
+    /**
+     * The most tokens one prompt may have. As token ids (below 151936: at most 6 digits and a
+     * separator, 8 bytes with Python's {@code ", "}) that is 2 MiB of JSON, inside the 4 MiB default of
+     * {@code pd.http.max-json-body}.
+     */
+    static final int MAX_TOKENS = 1 << 18;
 
     private PromptInput() {
     }
 
-    static int[] tokens(String prompt, List<Integer> tokenIds) {
+    static int[] tokens(String prompt, int[] tokenIds) {
         if ((prompt == null) == (tokenIds == null)) {
             throw InvalidInputException.of("give exactly one of prompt and token_ids");
         }
-        int[] tokens = prompt != null ? TextTokenizer.encode(prompt)
-                : tokenIds.stream().mapToInt(t -> t == null ? -1 : t).toArray();
+        int[] tokens;
+        if (prompt != null) {
+            requireWithinLimit(countWords(prompt, MAX_TOKENS + 1));
+            tokens = TextTokenizer.encode(prompt);
+        } else {
+            requireWithinLimit(tokenIds.length);
+            tokens = tokenIds;
+        }
         if (tokens.length == 0) {
             throw InvalidInputException.of("the prompt has no tokens");
-        }
-        if (tokens.length > MAX_TOKENS) {
-            throw InvalidInputException.of("the prompt has " + tokens.length + " tokens, more than " + MAX_TOKENS);
         }
         for (int t : tokens) {
             if (t < 0 || t >= TextTokenizer.VOCAB) {
@@ -30,5 +41,36 @@ final class PromptInput {
             }
         }
         return tokens;
+    }
+
+    /** Refuses a prompt of more than {@link #MAX_TOKENS} tokens, before anything is built from it. */
+    static void requireWithinLimit(int tokens) {
+        if (tokens > MAX_TOKENS) {
+            throw InvalidInputException.of("the prompt has more than " + MAX_TOKENS
+                    + " tokens, the most one request may carry");
+        }
+    }
+
+    /**
+     * The words {@link TextTokenizer#encode} would make of {@code text} (runs of non-whitespace after
+     * stripping), counted without splitting and only up to {@code stopAt}.
+     */
+    static int countWords(String text, int stopAt) {
+        String t = text.strip();
+        int words = 0;
+        boolean inWord = false;
+        for (int i = 0; i < t.length() && words < stopAt; i++) {
+            boolean space = isSeparator(t.charAt(i));
+            if (!space && !inWord) {
+                words++;
+            }
+            inWord = !space;
+        }
+        return words;
+    }
+
+    /** The characters of the regex {@code \s} TextTokenizer splits on. */
+    private static boolean isSeparator(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
     }
 }

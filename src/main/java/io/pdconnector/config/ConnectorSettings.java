@@ -49,6 +49,8 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .pullTimeout(c.pullTimeout())
                 .slotReadSpins(c.slotReadSpins())
                 .slotChecksPerRead(c.slotChecksPerRead())
+                .maxPeerBlocks(c.maxPeerBlocks())
+                .maxPeerDescriptors(c.maxPeerDescriptors())
                 .commandQueueCapacity(pd.http().queueCapacity())
                 .build();
     }

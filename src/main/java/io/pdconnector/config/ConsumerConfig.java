@@ -19,6 +19,8 @@ public record ConsumerConfig(
         Duration pullTimeout,
         int slotReadSpins,
         int slotChecksPerRead,
+        int maxPeerBlocks,
+        int maxPeerDescriptors,
         int commandQueueCapacity) implements InstanceScoped {
 
     /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
@@ -30,6 +32,8 @@ public record ConsumerConfig(
         Require.positive("numBlocks", numBlocks);
         Require.positive("slotReadSpins", slotReadSpins);
         Require.positive("slotChecksPerRead", slotChecksPerRead);
+        Require.positive("maxPeerBlocks", maxPeerBlocks);
+        Require.positive("maxPeerDescriptors", maxPeerDescriptors);
         Require.positive("commandQueueCapacity", commandQueueCapacity);
         Require.positive("heartbeatInterval", heartbeatInterval);
         Require.positive("pullTimeout", pullTimeout);
@@ -48,8 +52,8 @@ public record ConsumerConfig(
     /**
      * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,
      * {@link ModelGeometry#DEFAULT}, 256 blocks, verified leases with policy {@code FAIL}, heartbeats
-     * every 5 s, a 120 s pull timeout, 10000 slot READ spins, 64 slot checks per READ and a command
-     * queue of 1024.
+     * every 5 s, a 120 s pull timeout, 10000 slot READ spins, 64 slot checks per READ, peers of at most
+     * 2^20 blocks and 2^22 descriptors per list, and a command queue of 1024.
      */
     public static final class Builder {
 
@@ -63,6 +67,8 @@ public record ConsumerConfig(
         private Duration pullTimeout = Duration.ofSeconds(120);
         private int slotReadSpins = 10_000;
         private int slotChecksPerRead = 64;
+        private int maxPeerBlocks = 1 << 20;
+        private int maxPeerDescriptors = 1 << 22;
         private int commandQueueCapacity = 1024;
 
         private Builder(String engineId) {
@@ -117,6 +123,18 @@ public record ConsumerConfig(
             return this;
         }
 
+        /** Most KV blocks a peer rank may declare; more is refused before anything is loaded. */
+        public Builder maxPeerBlocks(int blocks) {
+            this.maxPeerBlocks = blocks;
+            return this;
+        }
+
+        /** Most descriptors one list prepared for a peer may hold (blocks x runs, or lease slots). */
+        public Builder maxPeerDescriptors(int descriptors) {
+            this.maxPeerDescriptors = descriptors;
+            return this;
+        }
+
         public Builder commandQueueCapacity(int capacity) {
             this.commandQueueCapacity = capacity;
             return this;
@@ -124,8 +142,8 @@ public record ConsumerConfig(
 
         public ConsumerConfig build() {
             return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
-                    failurePolicy, heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead,
-                    commandQueueCapacity);
+                    failurePolicy, heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, maxPeerBlocks,
+                    maxPeerDescriptors, commandQueueCapacity);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.pdconnector.config;
 
+import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import jakarta.validation.constraints.Max;
@@ -145,6 +146,19 @@ public interface PdConfig {
          * into a landing buffer per peer rank); more waiting pulls wait for the next READ.
          */
         @WithDefault("64") @Min(1) int slotChecksPerRead();
+
+        /**
+         * Most KV blocks a peer rank may declare in its handshake (default 1048576); a peer declaring
+         * more is refused (422) before anything of it is loaded.
+         */
+        @WithDefault("1048576") @Min(1) int maxPeerBlocks();
+
+        /**
+         * Most descriptors one list D prepares for a peer may hold (default 4194304, 64 MiB of pairs):
+         * blocks x runs per block (2 x layers when the TP sizes differ), and lease slots; a peer whose
+         * lists would be longer is refused (422).
+         */
+        @WithDefault("4194304") @Min(1) int maxPeerDescriptors();
     }
 
     interface Http {
@@ -158,6 +172,19 @@ public interface PdConfig {
         /** Deadline of the handshake fetch from a peer. */
         @WithDefault("5s")
         Duration handshakeTimeout();
+
+        /**
+         * Largest JSON request body (prefill, pull, reserve, completions, chat; default 4M, room for the
+         * longest prompt as token ids); a larger body is refused with 413 before it is read.
+         */
+        @WithDefault("4M")
+        MemorySize maxJsonBody();
+
+        /**
+         * Largest KV upload ({@code PUT /v1/producer/requests/{id}/kv}); default: the instance's whole KV
+         * (num-blocks x block bytes x tp-size), the largest upload a reservation can ask for.
+         */
+        Optional<MemorySize> maxUploadBody();
     }
 
     /** The step loops (one for P, one for D): start-up and shutdown deadlines, idling, liveness. */

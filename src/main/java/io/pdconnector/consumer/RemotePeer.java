@@ -46,9 +46,15 @@ final class RemotePeer {
             ConsumerConfig config, LeaseVerification verification) {
         for (HandshakeMetadata m : metadata) {
             m.requireCompatible(config.geometry(), HandshakeMetadata.CONNECTOR_VERSION);
+            m.requireWithin(config.maxPeerBlocks(), config.maxPeerDescriptors());
         }
-        RemotePeer peer = new RemotePeer(engineId, metadata,
-                new TpMapping(config.geometry(), metadata.size(), config.tpSize()), decodeRanks);
+        TpMapping mapping = new TpMapping(config.geometry(), metadata.size(), config.tpSize());
+        for (HeadSlice s : mapping.slices()) { // every list's length is bounded before anything is loaded
+            HandshakeMetadata m = metadata.get(s.prefillRank());
+            m.descriptorCount(s.runsPerBlock(config.geometry(), m.tpSize(), config.tpSize()),
+                    config.maxPeerDescriptors());
+        }
+        RemotePeer peer = new RemotePeer(engineId, metadata, mapping, decodeRanks);
         try {
             peer.prepare(config, verification);
             return peer;
@@ -91,7 +97,7 @@ final class RemotePeer {
         HandshakeMetadata m = ranks.get(s.prefillRank());
         int runs = s.runsPerBlock(g, m.tpSize(), config.tpSize());
         long runBytes = s.runBytes(g, m.tpSize(), config.tpSize());
-        DescriptorList remote = new DescriptorList(m.numBlocks() * runs);
+        DescriptorList remote = new DescriptorList(m.descriptorCount(runs, config.maxPeerDescriptors()));
         for (int b = 0; b < m.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
                 remote.add(m.kvBase() + b * m.blockBytes() + s.prefillOffset(g, m.tpSize(), config.tpSize(), r),
@@ -99,7 +105,7 @@ final class RemotePeer {
             }
         }
         long localBlockBytes = g.blockBytes(config.tpSize());
-        DescriptorList local = new DescriptorList(config.numBlocks() * runs);
+        DescriptorList local = new DescriptorList(Math.multiplyExact(config.numBlocks(), runs));
         for (int b = 0; b < config.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
                 local.add(rank.kv().address() + b * localBlockBytes

@@ -11,7 +11,7 @@ record SliceChannel(HeadSlice slice, ConsumerRank rank, String remoteAgent, int 
         PreparedDescriptors remote, PreparedDescriptors local) {
 
     int[] indices(int[] blocks) {
-        int[] out = new int[blocks.length * runs];
+        int[] out = new int[Math.multiplyExact(blocks.length, runs)];
         for (int i = 0; i < blocks.length; i++) {
             for (int r = 0; r < runs; r++) {
                 out[i * runs + r] = blocks[i] * runs + r;

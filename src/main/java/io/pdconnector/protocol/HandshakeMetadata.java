@@ -52,7 +52,7 @@ public record HandshakeMetadata(
 
     /** Refuses a peer of another connector version or model geometry, saying which differs. */
     public void requireCompatible(ModelGeometry localGeometry, int localVersion) {
-        String where = "peer " + engineId + " rank " + rank;
+        String where = where();
         if (connectorVersion != localVersion) {
             throw new IncompatiblePeerException(where + " runs connector version " + connectorVersion
                     + ", this instance runs " + localVersion + "; upgrade one of them");
@@ -70,14 +70,68 @@ public record HandshakeMetadata(
         requireSaneMemory(where);
     }
 
-    /** D sizes descriptor lists from these numbers, so they must describe memory that can exist. */
-    private void requireSaneMemory(String where) {
-        if (numBlocks < 1 || numBlocks > MAX_BLOCKS || kvLength < (long) numBlocks * blockBytes()) {
-            throw new IncompatiblePeerException(where + " publishes " + numBlocks + " blocks of " + blockBytes()
-                    + " bytes in a KV region of " + kvLength + " bytes");
+    /**
+     * Refuses a peer declaring more than this instance accepts: D prepares one descriptor per block
+     * (and run) and one per lease slot on its loop, so the counts are bounded before anything of the
+     * peer is loaded. {@code maxBlocks} is {@code pd.consumer.max-peer-blocks}, {@code maxDescriptors}
+     * {@code pd.consumer.max-peer-descriptors}.
+     */
+    public void requireWithin(int maxBlocks, int maxDescriptors) {
+        if (numBlocks > maxBlocks) {
+            throw new IncompatiblePeerException(where() + " publishes " + numBlocks + " KV blocks, more than the "
+                    + maxBlocks + " this instance accepts from a peer (pd.consumer.max-peer-blocks)");
         }
-        if (slotCount < 0 || slotCount > MAX_SLOTS || slotCount > 0 && slotBase == 0) {
+        if (slotCount > maxDescriptors) {
+            throw new IncompatiblePeerException(where() + " publishes " + slotCount + " lease slots, more than the "
+                    + maxDescriptors + " descriptors one list may hold here (pd.consumer.max-peer-descriptors)");
+        }
+    }
+
+    /**
+     * The length of a descriptor list over every block of this rank with {@code runsPerBlock} runs each,
+     * computed without overflow; refused (422) above {@code maxDescriptors}.
+     */
+    public int descriptorCount(int runsPerBlock, int maxDescriptors) {
+        long count = Math.multiplyExact((long) numBlocks, (long) runsPerBlock);
+        if (runsPerBlock < 1 || count > maxDescriptors) {
+            throw new IncompatiblePeerException(where() + " publishes " + numBlocks + " KV blocks of " + runsPerBlock
+                    + " runs each for this instance's ranks: " + count + " descriptors, more than the "
+                    + maxDescriptors + " one list may hold here (pd.consumer.max-peer-descriptors)");
+        }
+        return (int) count;
+    }
+
+    private String where() {
+        return "peer " + engineId + " rank " + rank;
+    }
+
+    /** D sizes descriptor lists and addresses from these numbers, so they must describe memory that can exist. */
+    private void requireSaneMemory(String where) {
+        if (tpSize < 1 || geometry.kvHeads() % tpSize != 0 || rank < 0 || rank >= tpSize) {
+            throw new IncompatiblePeerException(where + " of tp_size " + tpSize + " cannot split the model's "
+                    + geometry.kvHeads() + " KV heads");
+        }
+        if (numBlocks < 1 || numBlocks > MAX_BLOCKS || kvBase <= 0 || !fits(kvBase, kvLength)
+                || kvLength < saturatedProduct(numBlocks, blockBytes())) {
+            throw new IncompatiblePeerException(where + " publishes " + numBlocks + " blocks of " + blockBytes()
+                    + " bytes in a KV region of " + kvLength + " bytes at " + kvBase);
+        }
+        if (slotCount < 0 || slotCount > MAX_SLOTS || slotCount > 0 && (slotBase <= 0
+                || !fits(slotBase, (long) slotCount * Long.BYTES))) {
             throw new IncompatiblePeerException(where + " publishes " + slotCount + " lease slots at " + slotBase);
+        }
+    }
+
+    /** Whether {@code [base, base + length)} lies in the positive address space. */
+    private static boolean fits(long base, long length) {
+        return length >= 0 && base <= Long.MAX_VALUE - length;
+    }
+
+    private static long saturatedProduct(long a, long b) {
+        try {
+            return Math.multiplyExact(a, b);
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
         }
     }
 }

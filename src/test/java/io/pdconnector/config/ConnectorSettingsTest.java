@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
 import io.quarkus.runtime.configuration.DurationConverter;
+import io.quarkus.runtime.configuration.MemorySize;
+import io.quarkus.runtime.configuration.MemorySizeConverter;
 import io.smallrye.config.PropertiesConfigSource;
 import io.smallrye.config.SmallRyeConfigBuilder;
 import java.nio.file.Path;
@@ -22,6 +24,7 @@ class ConnectorSettingsTest {
     private static PdConfig pd(Map<String, String> keys) {
         return new SmallRyeConfigBuilder()
                 .withConverter(Duration.class, 200, new DurationConverter())
+                .withConverter(MemorySize.class, 200, new MemorySizeConverter())
                 .withMapping(PdConfig.class)
                 .withSources(new PropertiesConfigSource(keys, "test", 500))
                 .build()
@@ -65,6 +68,8 @@ class ConnectorSettingsTest {
                 Map.entry("pd.consumer.pull-timeout", "45s"),
                 Map.entry("pd.consumer.slot-read-spins", "11"),
                 Map.entry("pd.consumer.slot-checks-per-read", "5"),
+                Map.entry("pd.consumer.max-peer-blocks", "1000"),
+                Map.entry("pd.consumer.max-peer-descriptors", "2000"),
                 Map.entry("pd.http.queue-capacity", "33"),
                 Map.entry("pd.loop.open-deadline", "2m"),
                 Map.entry("pd.loop.stop-deadline", "3s"),
@@ -79,7 +84,8 @@ class ConnectorSettingsTest {
                 s.producer());
         assertEquals(ConsumerConfig.builder("p1").tpSize(2).geometry(g).blocks(100).verification(false)
                 .failurePolicy(LoadFailurePolicy.RECOMPUTE).heartbeatInterval(Duration.ofSeconds(2))
-                .pullTimeout(Duration.ofSeconds(45)).slotReadSpins(11).slotChecksPerRead(5).commandQueueCapacity(33)
+                .pullTimeout(Duration.ofSeconds(45)).slotReadSpins(11).slotChecksPerRead(5).maxPeerBlocks(1000)
+                .maxPeerDescriptors(2000).commandQueueCapacity(33)
                 .build(), s.consumer(), "the heartbeat defaults to lease / 6");
         assertEquals(new LoopSettings(Duration.ofMinutes(2), Duration.ofSeconds(3), Duration.ofMillis(250),
                 Duration.ofSeconds(20)), s.loop());

@@ -58,6 +58,68 @@ class HandshakeAndBadInputTest {
         cluster.assertNoLeak();
     }
 
+    /** 64 layers: a decode rank reading half a prefill rank's heads needs 128 runs per block. */
+    private static final ModelGeometry LAYERS_64 = new ModelGeometry(64, 2, 8, 4, 1);
+
+    /** The real P's rank-0 metadata, republished as engine {@code engineId} declaring {@code numBlocks} blocks. */
+    private HandshakeMetadata declaring(String engineId, int numBlocks, int slotCount) {
+        HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().getFirst();
+        HandshakeMetadata fake = new HandshakeMetadata(engineId, 0, 1, real.agentName(), real.agentMetadata(),
+                real.kvBase(), (long) numBlocks * real.blockBytes(), real.geometry(), real.layout(), numBlocks,
+                real.slotBase(), slotCount, real.connectorVersion(), real.compatHash());
+        cluster.registry.publish(engineId, List.of(fake));
+        return fake;
+    }
+
+    @Test
+    void aPeerDeclaringHugeBlockOrSlotCountsIsRefusedBeforeAnythingIsLoadedAndANormalPeerStillWorks() {
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").geometry(LAYERS_64));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").geometry(LAYERS_64).tpSize(2));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        ConsumerSnapshot before = d.snapshot();
+
+        // 2^24 blocks x 128 runs = 2^31 descriptors: int overflow, then an unbounded allocation on D's loop.
+        declaring("huge", 1 << 24, 20);
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> cluster.pull(d, "a", promptA, edit(a, "remote_engine_id", "huge")));
+        assertTrue(e.getMessage().contains("16777216 KV blocks") && e.getMessage().contains("pd.consumer.max-peer-blocks"),
+                e.getMessage());
+        // Within the block cap, but 2^20 blocks x 128 runs is more descriptors than one list may hold.
+        declaring("wide", 1 << 20, 20);
+        e = assertThrows(IncompatiblePeerException.class,
+                () -> cluster.pull(d, "a", promptA, edit(a, "remote_engine_id", "wide")));
+        assertTrue(e.getMessage().contains("134217728 descriptors")
+                && e.getMessage().contains("pd.consumer.max-peer-descriptors"), e.getMessage());
+        // Lease slots are one descriptor each.
+        declaring("slots", 16, 1 << 24);
+        e = assertThrows(IncompatiblePeerException.class,
+                () -> cluster.pull(d, "a", promptA, edit(a, "remote_engine_id", "slots")));
+        assertTrue(e.getMessage().contains("16777216 lease slots"), e.getMessage());
+
+        assertEquals(0, d.snapshot().peers(), "nothing was loaded for a refused peer");
+        assertEquals(before.freeBlocks(), d.snapshot().freeBlocks());
+        assertEquals(0, d.snapshot().pulls());
+        assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state(), "the real 64-layer peer still works");
+        assertTrue(cluster.matches(d, "a"));
+        cluster.release(d, "a");
+        cluster.steps(2);
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void theCapOnPeerBlocksIsThisInstancesSetting() {
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
+        ConsumerFixture strict = cluster.consumer(cluster.consumerConfig("d").maxPeerBlocks(8));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> cluster.pull(strict, "a", promptA, a));
+        assertTrue(e.getMessage().contains("16 KV blocks, more than the 8"), e.getMessage());
+        assertEquals(0, strict.snapshot().peers());
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
     @Test
     void paramsThatDoNotFitThePeerAreRejectedAndChangeNothing() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
