@@ -152,8 +152,20 @@ public final class RecordingEngine implements TransferEngine {
             inner.deregister(region);
         }
         @Override public byte[] localMetadata() { return inner.localMetadata(); }
-        @Override public String loadRemoteMetadata(byte[] metadata) { return inner.loadRemoteMetadata(metadata); }
-        @Override public void invalidateRemote(String remoteAgent) { inner.invalidateRemote(remoteAgent); }
+
+        @Override
+        public String loadRemoteMetadata(byte[] metadata) {
+            String remote = inner.loadRemoteMetadata(metadata);
+            events.add("load " + name() + "<-" + remote);
+            return remote;
+        }
+
+        @Override
+        public void invalidateRemote(String remoteAgent) {
+            events.add("invalidate " + name() + "<-" + remoteAgent);
+            inner.invalidateRemote(remoteAgent);
+        }
+
         @Override public PreparedDescriptors prepareLocal(DescriptorList d) { return inner.prepareLocal(d); }
 
         @Override
