@@ -17,8 +17,10 @@ final class Expiry {
         int n = 0;
         for (Pull pull : List.copyOf(state.pulls.values())) {
             if (!pull.state().decided() && now >= pull.deadlineMillis()) {
-                decider.decide(pull, DeclineReason.TIMEOUT);
-                n++;
+                n += decider.guard(pull, () -> {
+                    decider.decide(pull, DeclineReason.TIMEOUT);
+                    return 1;
+                });
             }
         }
         return n;
