@@ -89,7 +89,9 @@ final class ProducerRank {
         }
         pendingClears.clear();
         for (Lease lease : pendingWrites) {
-            if (slots != null && lease.hasSlot()) {
+            // a lease that began its exit before its write was applied (a request failed while scheduled)
+            // keeps its slot zero: the clear above already reported it finished-sending (L3)
+            if (slots != null && lease.hasSlot() && lease.state() == LeaseState.RESERVED) {
                 slots.write(lease.slot(), lease.nonce());
             }
         }
