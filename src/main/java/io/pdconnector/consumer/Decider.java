@@ -45,6 +45,7 @@ final class Decider {
             }
             applyPolicy(pull, reason);
         }
+        pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());
         pull.reply().complete(pull.outcome());
     }
 
