@@ -36,6 +36,9 @@ final class Arrival {
     }
 
     private void admit(ConsumerCommand.Start s, long now) {
+        if (s.reply().isCancelled()) {
+            return; // its caller is gone before it arrived: nothing to start
+        }
         if (state.pulls.containsKey(s.requestId())) {
             throw new StateConflictException(s.requestId(), "request " + s.requestId() + " is already being pulled");
         }

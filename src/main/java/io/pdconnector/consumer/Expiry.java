@@ -6,6 +6,7 @@ import java.util.List;
  * Declines, as timeout, every undecided pull past its deadline, whatever phase it waits in; and
  * releases every decided pull still held past its retention ({@code pd.consumer.retention}): decode
  * neither read nor released its KV, so its caller is gone and its blocks and request id are freed.
+ * An undecided pull whose caller cancelled its future (the HTTP client went away) is aborted at once.
  */
 final class Expiry {
 
@@ -26,9 +27,10 @@ final class Expiry {
                     state.counters.expiredUnread.incrementAndGet();
                     n++;
                 }
-            } else if (now >= pull.deadlineMillis()) {
+            } else if (pull.reply().isCancelled() || now >= pull.deadlineMillis()) {
+                DeclineReason why = pull.reply().isCancelled() ? DeclineReason.ABORTED : DeclineReason.TIMEOUT;
                 n += decider.guard(pull, () -> {
-                    decider.decide(pull, DeclineReason.TIMEOUT);
+                    decider.decide(pull, why);
                     return 1;
                 });
             }
