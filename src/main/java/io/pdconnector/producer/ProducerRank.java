@@ -73,6 +73,11 @@ final class ProducerRank {
         pendingWrites.add(lease);
     }
 
+    /** A lease that exits before its queued slot write was applied (it failed while scheduled) is not written. */
+    void dropWrite(Lease lease) {
+        pendingWrites.remove(lease);
+    }
+
     void queueClear(Lease lease) {
         pendingClears.add(lease);
     }
@@ -89,9 +94,7 @@ final class ProducerRank {
         }
         pendingClears.clear();
         for (Lease lease : pendingWrites) {
-            // a lease that began its exit before its write was applied (a request failed while scheduled)
-            // keeps its slot zero: the clear above already reported it finished-sending (L3)
-            if (slots != null && lease.hasSlot() && lease.state() == LeaseState.RESERVED) {
+            if (slots != null && lease.hasSlot()) {
                 slots.write(lease.slot(), lease.nonce());
             }
         }

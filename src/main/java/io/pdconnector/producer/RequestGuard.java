@@ -48,6 +48,7 @@ final class RequestGuard {
         Lease lease = requestId == null ? null : state.leases.find(requestId);
         if (lease != null && lease.anyRankHeld()) {
             state.scheduled.remove(lease);
+            state.ranks.forEach(r -> r.dropWrite(lease)); // its slot stays zero: the exit's clear comes first (L2)
             exit.allRanks(lease);
         }
     }
