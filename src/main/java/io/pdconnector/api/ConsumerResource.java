@@ -19,9 +19,12 @@ import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+import org.jboss.resteasy.reactive.server.core.CurrentRequestManager;
+import org.jboss.resteasy.reactive.server.spi.ServerHttpResponse;
 
 /** D's API for routers: pull P's KV (verified), release it. */
 @Path("/v1/consumer")
@@ -47,7 +50,8 @@ public class ConsumerResource {
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         peers.ensure(params); // a first contact's handshake is not part of pull_ms; the pull's own ensure is a lookup
         long start = System.nanoTime();
-        PullOutcome outcome = RemotePull.pull(peers, consumer, request.requestId(), tokens, params);
+        PullOutcome outcome = RemotePull.pull(peers, consumer, request.requestId(), tokens, params,
+                ConsumerResource::cancelWhenClientGoes);
         double millis = (System.nanoTime() - start) / 1e6;
         int[] blocks = outcome.localBlockIds();
         long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
@@ -83,6 +87,15 @@ public class ConsumerResource {
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
     public void release(@PathParam("id") String id) {
         consumer().abort(id);
+    }
+
+    /** A client that disconnects before its answer cancels its pull, which D then aborts. */
+    private static void cancelWhenClientGoes(Future<?> pull) {
+        ServerHttpResponse response = CurrentRequestManager.get().serverResponse();
+        response.addCloseHandler(() -> pull.cancel(false));
+        if (response.closed()) {
+            pull.cancel(false);
+        }
     }
 
     private ConsumerFacade consumer() {

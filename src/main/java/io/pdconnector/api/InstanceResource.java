@@ -40,8 +40,11 @@ public class InstanceResource {
         out.put("lease_verification", config.lease().verification());
         runtime.leaseScheduler().ifPresent(p -> out.put("producer", side(p.gauges(), runtime.producerLoop().orElseThrow(),
                 true)));
-        runtime.pullScheduler().ifPresent(d -> out.put("consumer", side(d.gauges(), runtime.consumerLoop().orElseThrow(),
-                false)));
+        runtime.pullScheduler().ifPresent(d -> {
+            Map<String, Object> consumer = side(d.gauges(), runtime.consumerLoop().orElseThrow(), false);
+            consumer.put("pulls_expired_unread", d.counters().expiredUnread.get());
+            out.put("consumer", consumer);
+        });
         return out;
     }
 

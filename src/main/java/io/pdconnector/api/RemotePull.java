@@ -6,6 +6,9 @@ import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.PeerDirectory;
 import io.pdconnector.protocol.KvTransferParams;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.function.Consumer;
 
 /**
  * A pull as every D-side API does it: the peer's metadata first, the pull, a fresh handshake next
@@ -19,8 +22,19 @@ final class RemotePull {
 
     static PullOutcome pull(PeerDirectory peers, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params) {
+        return pull(peers, consumer, requestId, tokens, params, submitted -> { });
+    }
+
+    /**
+     * As above; {@code submitted} gets the pull's future as soon as it is queued, so the caller can
+     * cancel it when its own client goes away (the loop then aborts the pull).
+     */
+    static PullOutcome pull(PeerDirectory peers, ConsumerFacade consumer, String requestId, int[] tokens,
+            KvTransferParams params, Consumer<Future<?>> submitted) {
         peers.ensure(params);
-        PullOutcome outcome = consumer.pull(requestId, tokens, params);
+        CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
+        submitted.accept(pull);
+        PullOutcome outcome = consumer.await(pull, requestId);
         if (outcome.reason() == DeclineReason.TRANSFER_FAILED || outcome.reason() == DeclineReason.SLOT_READ_FAILED) {
             peers.refresh(params.remoteEngineId());
         }

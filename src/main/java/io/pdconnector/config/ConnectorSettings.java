@@ -47,6 +47,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .failurePolicy(c.failurePolicy())
                 .heartbeatInterval(heartbeat)
                 .pullTimeout(c.pullTimeout())
+                .retention(c.retention())
                 .slotReadSpins(c.slotReadSpins())
                 .slotChecksPerRead(c.slotChecksPerRead())
                 .maxPeerBlocks(c.maxPeerBlocks())

@@ -17,6 +17,7 @@ public record ConsumerConfig(
         LoadFailurePolicy failurePolicy,
         Duration heartbeatInterval,
         Duration pullTimeout,
+        Duration retention,
         int slotReadSpins,
         int slotChecksPerRead,
         int maxPeerBlocks,
@@ -37,6 +38,7 @@ public record ConsumerConfig(
         Require.positive("commandQueueCapacity", commandQueueCapacity);
         Require.positive("heartbeatInterval", heartbeatInterval);
         Require.positive("pullTimeout", pullTimeout);
+        Require.positive("retention", retention);
     }
 
     /** Settings with every default ({@link Builder}) but the engine id. */
@@ -52,8 +54,9 @@ public record ConsumerConfig(
     /**
      * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,
      * {@link ModelGeometry#DEFAULT}, 256 blocks, verified leases with policy {@code FAIL}, heartbeats
-     * every 5 s, a 120 s pull timeout, 10000 slot READ spins, 64 slot checks per READ, peers of at most
-     * 2^20 blocks and 2^22 descriptors per list, and a command queue of 1024.
+     * every 5 s, a 120 s pull timeout, a 60 s retention of decided KV, 10000 slot READ spins, 64 slot
+     * checks per READ, peers of at most 2^20 blocks and 2^22 descriptors per list, and a command queue
+     * of 1024.
      */
     public static final class Builder {
 
@@ -65,6 +68,7 @@ public record ConsumerConfig(
         private LoadFailurePolicy failurePolicy = LoadFailurePolicy.FAIL;
         private Duration heartbeatInterval = DEFAULT_HEARTBEAT;
         private Duration pullTimeout = Duration.ofSeconds(120);
+        private Duration retention = Duration.ofSeconds(60);
         private int slotReadSpins = 10_000;
         private int slotChecksPerRead = 64;
         private int maxPeerBlocks = 1 << 20;
@@ -113,6 +117,12 @@ public record ConsumerConfig(
             return this;
         }
 
+        /** How long a decided pull's KV is kept for decode before the loop releases it. */
+        public Builder retention(Duration retention) {
+            this.retention = retention;
+            return this;
+        }
+
         public Builder slotReadSpins(int spins) {
             this.slotReadSpins = spins;
             return this;
@@ -142,8 +152,8 @@ public record ConsumerConfig(
 
         public ConsumerConfig build() {
             return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
-                    failurePolicy, heartbeatInterval, pullTimeout, slotReadSpins, slotChecksPerRead, maxPeerBlocks,
-                    maxPeerDescriptors, commandQueueCapacity);
+                    failurePolicy, heartbeatInterval, pullTimeout, retention, slotReadSpins, slotChecksPerRead,
+                    maxPeerBlocks, maxPeerDescriptors, commandQueueCapacity);
         }
     }
 }

@@ -138,6 +138,15 @@ public interface PdConfig {
         @WithDefault("120s")
         Duration pullTimeout();
 
+        /**
+         * How long D keeps a received or recomputed pull's KV (its local blocks) for decode to read or
+         * release; after that the loop releases it (counted as expired unread), so a caller that never
+         * comes back (a router that died between pull and GET kv) cannot exhaust D's pool or keep its
+         * request id taken.
+         */
+        @WithDefault("60s")
+        Duration retention();
+
         /** How many times a step polls a slot READ before leaving it to the next step. */
         @WithDefault("10000") @Min(1) int slotReadSpins();
 

@@ -5,27 +5,40 @@ import io.pdconnector.error.StateConflictException;
 /**
  * A new pull: its peer handshaken if need be, its params checked against that peer, then queued
  * for local blocks and heartbeated at once, since a queued pull can wait longer than a lease. A
- * pull that fails here changes nothing and its caller gets the error.
+ * pull that fails here changes nothing and its caller gets the error; one that a bug strikes after
+ * it was taken in is failed through {@link Decider#fail}, which undoes that.
  */
 final class Arrival {
 
     private final ConsumerState state;
     private final PeerHandshake handshake;
+    private final Decider decider;
 
-    Arrival(ConsumerState state, PeerHandshake handshake) {
+    Arrival(ConsumerState state, PeerHandshake handshake, Decider decider) {
         this.state = state;
         this.handshake = handshake;
+        this.decider = decider;
     }
 
     void arrive(ConsumerCommand.Start s, long now) {
+        boolean known = state.pulls.containsKey(s.requestId());
         try {
             admit(s, now);
-        } catch (RuntimeException e) {
-            s.reply().completeExceptionally(e);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            Pull admitted = known ? null : state.pulls.get(s.requestId());
+            if (admitted != null) {
+                decider.fail(admitted, e);
+            } else {
+                s.reply().completeExceptionally(e instanceof RuntimeException r ? r
+                        : new IllegalStateException("pull " + s.requestId() + " failed on the step loop", e));
+            }
         }
     }
 
     private void admit(ConsumerCommand.Start s, long now) {
+        if (s.reply().isCancelled()) {
+            return; // its caller is gone before it arrived: nothing to start
+        }
         if (state.pulls.containsKey(s.requestId())) {
             throw new StateConflictException(s.requestId(), "request " + s.requestId() + " is already being pulled");
         }

@@ -8,8 +8,10 @@ import java.util.function.Supplier;
 /**
  * Answers every {@link ConsumerCommand}, on the loop thread. A refusal the caller can act on (a
  * {@link PdException}) fails the command's reply and changes nothing; anything else is a bug and
- * leaves the step. A new pull is the exception: whatever fails its arrival, a peer's transfer
- * error included, is its caller's answer ({@link Arrival}).
+ * is a bug: the command's caller gets an internal error (500), an abort or release that was
+ * changing a pull fails that pull through {@link Decider#fail}, and the step goes on. A new pull is
+ * the exception: whatever fails its arrival, a peer's transfer error included, is its caller's answer
+ * ({@link Arrival}).
  */
 final class ConsumerCommandHandler {
 
@@ -26,6 +28,23 @@ final class ConsumerCommandHandler {
     }
 
     void handle(ConsumerCommand command, long now) {
+        try {
+            dispatch(command, now);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            Pull changed = switch (command) {
+                case ConsumerCommand.Abort a -> state.pulls.get(a.requestId());
+                case ConsumerCommand.Release r -> state.pulls.get(r.requestId());
+                default -> null;
+            };
+            if (changed != null) {
+                decider.fail(changed, e);
+            }
+            command.reply().completeExceptionally(new IllegalStateException(command.getClass().getSimpleName()
+                    + " failed on the step loop", e));
+        }
+    }
+
+    private void dispatch(ConsumerCommand command, long now) {
         switch (command) {
             case ConsumerCommand.Start s -> arrival.arrive(s, now);
             case ConsumerCommand.Abort a -> answer(a.reply(), () -> abort(state.known(a.requestId())));

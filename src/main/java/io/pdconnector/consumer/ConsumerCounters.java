@@ -16,4 +16,8 @@ public final class ConsumerCounters {
     public final AtomicLong notificationsSent = new AtomicLong();
     public final AtomicLong notificationFailures = new AtomicLong();
     public final AtomicLong handshakes = new AtomicLong();
+    /** Pulls failed by an unexpected exception in the step (a bug), answered 500; the loop went on. */
+    public final AtomicLong pullsFailed = new AtomicLong();
+    /** Decided pulls released by D after {@code pd.consumer.retention} because nobody read or released them. */
+    public final AtomicLong expiredUnread = new AtomicLong();
 }

@@ -30,6 +30,8 @@ public final class ConsumerFacade {
     /**
      * Pulls the KV of {@code tokens} that P describes in {@code params}. What needs the peer
      * (unknown engine, version, ranges) fails the future, as does a request id already being pulled.
+     * A caller that gives up cancels the future: the loop then aborts the pull if it is undecided (its
+     * READs and blocks released; P's lease ends by expiry), and a decided one is left to the retention.
      */
     public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params) {
         RequestIds.require(requestId);
@@ -42,7 +44,16 @@ public final class ConsumerFacade {
     }
 
     public PullOutcome pull(String requestId, int[] tokens, KvTransferParams params) {
-        return Deadlines.await(submitPull(requestId, tokens, params), deadline, "pull " + requestId);
+        return await(submitPull(requestId, tokens, params), requestId);
+    }
+
+    /** Waits for a submitted pull with the deadline; a caller that stops waiting cancels it. */
+    public PullOutcome await(CompletableFuture<PullOutcome> pull, String requestId) {
+        try {
+            return Deadlines.await(pull, deadline, "pull " + requestId);
+        } finally {
+            pull.cancel(false); // no effect once answered; otherwise the loop aborts the pull
+        }
     }
 
     /** Declines an undecided pull as aborted (P is not told it was read); releases a decided one. */

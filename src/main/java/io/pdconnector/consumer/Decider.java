@@ -1,14 +1,25 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.config.LoadFailurePolicy;
+import java.util.Collection;
+import java.util.List;
+import java.util.function.IntSupplier;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
 
 /**
  * The one place a pull is decided. A clean pull notifies P, with the nonce when verifying, and
  * only here: after its slot check (L6). Anything else counts a lease-check failure when it is one
  * (L7) and applies {@code kv_load_failure_policy}. Either way the pull's READs are released, it
  * leaves its phase list and its heartbeats stop, and its caller gets the outcome.
+ *
+ * <p>It is also the one place a pull is failed by a bug: every phase runs each pull's share of its
+ * work through {@link #guard}, so an unexpected exception (or an {@link OutOfMemoryError}) fails the
+ * pulls that work was about, through {@link #fail}, and the step goes on with the others.
  */
 final class Decider {
+
+    private static final Logger LOG = Logger.getLogger(Decider.class);
 
     private final ConsumerState state;
     private final NotificationOutbox notices;
@@ -34,7 +45,52 @@ final class Decider {
             }
             applyPolicy(pull, reason);
         }
+        pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());
         pull.reply().complete(pull.outcome());
+    }
+
+    /**
+     * Runs one share of a phase's work (it returns how much it did). If it throws anything but a
+     * transfer or domain error the phase already handles, every pull {@code involved} names (asked only
+     * then, so it can release what the work held) fails alone and the step goes on; counts 1.
+     */
+    int guard(Supplier<? extends Collection<Pull>> involved, IntSupplier work) {
+        try {
+            return work.getAsInt();
+        } catch (RuntimeException | OutOfMemoryError e) {
+            List.copyOf(involved.get()).forEach(p -> fail(p, e));
+            return 1;
+        }
+    }
+
+    int guard(Pull pull, IntSupplier work) {
+        return guard(() -> List.of(pull), work);
+    }
+
+    /**
+     * A bug struck while the step handled this pull: its READs are released (before its blocks go),
+     * it leaves its phase list, stops heartbeating and is forgotten, P is not told it was read (its
+     * lease expires), and its caller gets an internal error (500) instead of waiting for an answer.
+     */
+    void fail(Pull pull, Throwable cause) {
+        boolean held = state.pulls.get(pull.requestId()) == pull;
+        if (!held && pull.reply().isDone()) {
+            return;
+        }
+        LOG.errorf(cause, "pull %s failed in the step of %s; it alone is failed and the loop goes on",
+                pull.requestId(), state.config.engineId());
+        state.counters.pullsFailed.incrementAndGet();
+        pull.releaseReads();
+        state.unlist(pull);
+        pull.peer().stopHeartbeating(pull);
+        if (held) {
+            state.forget(pull);
+        }
+        if (!pull.state().decided()) {
+            pull.moveTo(PullState.DECLINED, null);
+        }
+        pull.reply().completeExceptionally(new IllegalStateException("pull " + pull.requestId()
+                + " failed on the step loop", cause));
     }
 
     /**

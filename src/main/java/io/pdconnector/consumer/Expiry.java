@@ -2,7 +2,12 @@ package io.pdconnector.consumer;
 
 import java.util.List;
 
-/** Declines, as timeout, every undecided pull past its deadline, whatever phase it waits in. */
+/**
+ * Declines, as timeout, every undecided pull past its deadline, whatever phase it waits in; and
+ * releases every decided pull still held past its retention ({@code pd.consumer.retention}): decode
+ * neither read nor released its KV, so its caller is gone and its blocks and request id are freed.
+ * An undecided pull whose caller cancelled its future (the HTTP client went away) is aborted at once.
+ */
 final class Expiry {
 
     private final ConsumerState state;
@@ -16,9 +21,18 @@ final class Expiry {
     int expire(long now) {
         int n = 0;
         for (Pull pull : List.copyOf(state.pulls.values())) {
-            if (!pull.state().decided() && now >= pull.deadlineMillis()) {
-                decider.decide(pull, DeclineReason.TIMEOUT);
-                n++;
+            if (pull.state().decided()) {
+                if (now >= pull.retainedUntilMillis()) {
+                    state.forget(pull);
+                    state.counters.expiredUnread.incrementAndGet();
+                    n++;
+                }
+            } else if (pull.reply().isCancelled() || now >= pull.deadlineMillis()) {
+                DeclineReason why = pull.reply().isCancelled() ? DeclineReason.ABORTED : DeclineReason.TIMEOUT;
+                n += decider.guard(pull, () -> {
+                    decider.decide(pull, why);
+                    return 1;
+                });
             }
         }
         return n;

@@ -23,6 +23,7 @@ final class Pull {
     private DeclineReason reason;
     private int[] localBlocks;
     private boolean slotReadFailed;
+    private long retainedUntilMillis = Long.MAX_VALUE;
 
     Pull(String requestId, int[] tokens, KvTransferParams params, RemotePeer peer, long deadlineMillis,
             CompletableFuture<PullOutcome> reply) {
@@ -45,6 +46,15 @@ final class Pull {
         if (why != null) {
             reason = why;
         }
+    }
+
+    /** A decided pull's KV is kept for decode until then ({@code pd.consumer.retention}). */
+    void retainUntil(long millis) {
+        retainedUntilMillis = millis;
+    }
+
+    long retainedUntilMillis() {
+        return retainedUntilMillis;
     }
 
     void assignBlocks(int[] blocks) {

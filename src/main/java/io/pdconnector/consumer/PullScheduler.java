@@ -41,6 +41,7 @@ public final class PullScheduler implements StepWorker {
     private final SlotChecker slots;
     private final PullStarter starter;
     private final Expiry expiry;
+    private final Decider decider;
     private boolean open;
 
     public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
@@ -55,8 +56,9 @@ public final class PullScheduler implements StepWorker {
         this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
         this.notices = new NotificationOutbox(state);
         Decider decider = new Decider(state, notices);
+        this.decider = decider;
         this.handler = new ConsumerCommandHandler(state,
-                new Arrival(state, new PeerHandshake(state, registry, decider)), decider, new KvReadout(state));
+                new Arrival(state, new PeerHandshake(state, registry, decider), decider), decider, new KvReadout(state));
         this.reads = new ReadPoller(state, decider);
         this.slots = new SlotChecker(state, decider);
         this.starter = new PullStarter(state, decider);
@@ -105,7 +107,7 @@ public final class PullScheduler implements StepWorker {
         long started = System.nanoTime();
         long now = state.clock.millis();
         int work = commands.drain(c -> handler.handle(c, now));
-        work += notices.sendHeartbeats(state.peers.values(), now);
+        work += sendHeartbeats(now);
         work += reads.poll();
         work += slots.check(now);
         work += starter.startQueued();
@@ -115,6 +117,15 @@ public final class PullScheduler implements StepWorker {
         }
         publishGauges();
         return work;
+    }
+
+    /** Per peer, so a bug while heartbeating one peer fails only the pulls that peer's heartbeats cover. */
+    private int sendHeartbeats(long now) {
+        int n = 0;
+        for (RemotePeer peer : List.copyOf(state.peers.values())) {
+            n += decider.guard(peer::undecided, () -> notices.sendHeartbeats(List.of(peer), now));
+        }
+        return n;
     }
 
     private void publishGauges() {

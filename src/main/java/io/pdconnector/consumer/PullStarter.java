@@ -25,22 +25,22 @@ final class PullStarter {
             }
             state.queued.poll();
             pull.assignBlocks(local);
-            n++;
-            start(pull, local);
+            n += decider.guard(pull, () -> start(pull, local));
         }
         return n;
     }
 
     /** A pull without lease fields is declined only now, so the recompute policy has blocks to write. */
-    private void start(Pull pull, int[] local) {
+    private int start(Pull pull, int[] local) {
         if (state.verification.missingLease(pull.params())) {
             decider.decide(pull, DeclineReason.NO_LEASE);
-            return;
+            return 1;
         }
         for (SliceChannel channel : pull.peer().slices()) {
             pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), state.observer));
         }
         pull.moveTo(PullState.READING, null);
         state.reading.add(pull);
+        return 1;
     }
 }

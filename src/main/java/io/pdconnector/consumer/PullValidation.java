@@ -30,26 +30,33 @@ final class PullValidation {
         }
     }
 
+    /**
+     * Every rank of the peer is read (blocks) and, when verifying, has its slot read, so block ids and
+     * the lease slot must fit each rank's published sizes, not only rank 0's.
+     */
     static void requireFitsPeer(LeaseVerification verification, KvTransferParams params, RemotePeer peer) {
-        HandshakeMetadata first = peer.ranks().getFirst();
         if (params.tpSize() != peer.ranks().size()) {
             throw new InvalidKvTransferParamsException("tp_size is " + params.tpSize() + " but engine "
                     + peer.engineId() + " has " + peer.ranks().size() + " ranks");
         }
+        int maxBlock = -1;
         for (int b : params.blockIds()) {
-            if (b >= first.numBlocks()) {
-                throw new InvalidKvTransferParamsException("remote_block_ids holds " + b + ", engine "
-                        + peer.engineId() + " has " + first.numBlocks() + " blocks");
-            }
+            maxBlock = Math.max(maxBlock, b);
         }
-        if (verification.verifies(params)) {
-            if (!first.hasSlots()) {
-                throw new InvalidKvTransferParamsException("params carry a lease but engine " + peer.engineId()
+        boolean verifies = verification.verifies(params);
+        for (HandshakeMetadata rank : peer.ranks()) {
+            String where = "engine " + peer.engineId() + " rank " + rank.rank();
+            if (maxBlock >= rank.numBlocks()) {
+                throw new InvalidKvTransferParamsException("remote_block_ids holds " + maxBlock + ", " + where
+                        + " has " + rank.numBlocks() + " blocks");
+            }
+            if (verifies && !rank.hasSlots()) {
+                throw new InvalidKvTransferParamsException("params carry a lease but " + where
                         + " publishes no lease slots");
             }
-            if (params.remoteLeaseSlot() >= first.slotCount()) {
+            if (verifies && params.remoteLeaseSlot() >= rank.slotCount()) {
                 throw new InvalidKvTransferParamsException("remote_lease_slot " + params.remoteLeaseSlot()
-                        + " is outside engine " + peer.engineId() + "'s " + first.slotCount() + " slots");
+                        + " is outside " + where + "'s " + rank.slotCount() + " slots");
             }
         }
     }

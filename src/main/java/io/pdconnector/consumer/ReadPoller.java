@@ -21,14 +21,18 @@ final class ReadPoller {
     int poll() {
         int n = 0;
         for (Pull pull : List.copyOf(state.reading)) {
-            if (!pull.pollReads()) {
-                continue;
-            }
-            state.reading.remove(pull);
-            n++;
-            readsEnded(pull);
+            n += decider.guard(pull, () -> poll(pull));
         }
         return n;
+    }
+
+    private int poll(Pull pull) {
+        if (!pull.pollReads()) {
+            return 0;
+        }
+        state.reading.remove(pull);
+        readsEnded(pull);
+        return 1;
     }
 
     private void readsEnded(Pull pull) {

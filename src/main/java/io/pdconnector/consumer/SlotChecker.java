@@ -29,7 +29,7 @@ final class SlotChecker {
             for (SlotChannel channel : peer.slotChannels()) {
                 // a READ whose pulls were decided early (another rank's slot READ failed) is still polled to its end
                 if (channel.inFlight() != null || !state.checking.isEmpty()) {
-                    n += step(channel, peer, now);
+                    n += decider.guard(() -> abandon(channel, peer), () -> step(channel, peer, now));
                 }
             }
         }
@@ -40,9 +40,11 @@ final class SlotChecker {
         int n = 0;
         for (Pull pull : List.copyOf(state.checking)) {
             if (pull.slotsDecidable()) {
-                state.checking.remove(pull);
-                decider.decide(pull, pull.slotVerdict());
-                n++;
+                n += decider.guard(pull, () -> {
+                    state.checking.remove(pull);
+                    decider.decide(pull, pull.slotVerdict());
+                    return 1;
+                });
             }
         }
         return n;
@@ -61,6 +63,19 @@ final class SlotChecker {
         boolean awaited = channel.inFlight().pulls().stream().anyMatch(p -> p.state() == PullState.CHECKING_SLOTS);
         boolean ended = spin(channel, awaited ? state.config.slotReadSpins() : 1, now);
         return awaited || ended ? 1 : 0;
+    }
+
+    /**
+     * After a bug in this channel's step: its slot READ, if one is in flight, is released, and the
+     * pulls it or the next one would have served are returned, to be failed.
+     */
+    private List<Pull> abandon(SlotChannel channel, RemotePeer peer) {
+        SlotRead read = channel.inFlight();
+        if (read == null) {
+            return batch(channel, peer);
+        }
+        done(channel, read);
+        return read.pulls().stream().filter(p -> !p.state().decided()).toList();
     }
 
     /** The checking pulls of {@code peer} still missing this rank's slot, as many as one READ lands. */

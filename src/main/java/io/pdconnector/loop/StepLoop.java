@@ -1,6 +1,7 @@
 package io.pdconnector.loop;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -16,7 +17,8 @@ import org.jboss.logging.Logger;
  * Aeron's conductor runs): open, then steps with a backoff idle strategy until stopped, then the
  * worker's close, all on that thread. A worker that fails to open fails {@link #start}. A step that
  * throws stops the loop: protocol state may be half-changed, so the loop does not step on it again;
- * the failure is logged, liveness sees {@link #turning} false, and {@link #stop} rethrows it.
+ * the failure is logged, liveness sees {@link #turning} false and {@link #failure} says why, and
+ * {@link #stop} rethrows it.
  */
 public final class StepLoop implements AutoCloseable {
 
@@ -45,7 +47,7 @@ public final class StepLoop implements AutoCloseable {
         this.agent = new WorkerAgent(worker);
         this.runner = new AgentRunner(
                 new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, maxIdlePark.toNanos()),
-                StepLoop::logFailure, null, agent);
+                t -> logFailure(worker.name(), t), null, agent);
     }
 
     /** Starts the loop and waits, up to {@code deadline}, for the worker to open; idles as by default. */
@@ -76,12 +78,12 @@ public final class StepLoop implements AutoCloseable {
         return loop;
     }
 
-    private static void logFailure(Throwable t) {
+    private static void logFailure(String name, Throwable t) {
         if (t instanceof AgentTerminationException && t.getCause() == null) {
             return; // an orderly stop
         }
         Throwable cause = t instanceof AgentTerminationException ? t.getCause() : t;
-        LOG.error("the step loop of this thread stopped", cause);
+        LOG.errorf(cause, "step loop %s stopped for good: a step threw %s; liveness reports it down", name, cause);
     }
 
     /** How long since the loop last finished a step: the liveness signal operators watch. */
@@ -96,6 +98,11 @@ public final class StepLoop implements AutoCloseable {
 
     public String name() {
         return agent.roleName();
+    }
+
+    /** What a step threw to stop the loop, once it has; empty while turning or after an orderly stop. */
+    public Optional<Throwable> failure() {
+        return Optional.ofNullable(agent.failure);
     }
 
     /** Stops the loop and waits for the worker to close; rethrows what the loop or close failed with. */
@@ -132,7 +139,7 @@ public final class StepLoop implements AutoCloseable {
         private final CompletableFuture<Void> stopped = new CompletableFuture<>();
         private volatile boolean stopRequested;
         private volatile long lastTurnNanos = System.nanoTime();
-        private Throwable failure;
+        private volatile Throwable failure;
 
         WorkerAgent(StepWorker worker) {
             this.worker = worker;

@@ -79,6 +79,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_heartbeats_applied", "Heartbeats that extended a live lease", c.heartbeatsApplied);
         counter("pd_heartbeats_ignored", "Heartbeats for no live lease (never revive one, L8)", c.heartbeatsIgnored);
         counter("pd_notifications_dropped", "Notifications dropped unread: over the 32 KiB maximum", c.droppedNotifications);
+        counter("pd_producer_requests_failed", "Requests failed by an unexpected error in P's step (answered 500)",
+                c.requestsFailed);
         gauges("producer", g);
         gauge("pd_slots_in_use", "Lease slots held", g, LoopGauges::slotsInUse);
         gauge("pd_slots_total", "Lease slots per rank", g, LoopGauges::slotsTotal);
@@ -96,6 +98,9 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_slot_reads", "Lease-slot READs posted (one per remote rank per step)", c.slotReads);
         counter("pd_heartbeats_sent", "Heartbeat notifications sent", c.heartbeatsSent);
         counter("pd_handshakes", "Handshakes with producer instances", c.handshakes);
+        counter("pd_pulls_expired_unread", "Received or recomputed pulls released after pd.consumer.retention,"
+                + " never read nor released", c.expiredUnread);
+        counter("pd_pulls_failed", "Pulls failed by an unexpected error in D's step (answered 500)", c.pullsFailed);
         gauges("consumer", g);
     }
 

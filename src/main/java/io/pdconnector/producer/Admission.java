@@ -12,9 +12,11 @@ import java.util.OptionalInt;
 final class Admission {
 
     private final ProducerState state;
+    private final RequestGuard guard;
 
-    Admission(ProducerState state) {
+    Admission(ProducerState state, RequestGuard guard) {
         this.state = state;
+        this.guard = guard;
     }
 
     /** At most {@code max_num_seqs} a step, so one burst cannot take every block in one go. */
@@ -27,8 +29,10 @@ final class Admission {
                         "more than max_num_seqs=" + max + " new requests in one step; retry"));
                 continue;
             }
-            schedule(a);
-            n++;
+            n += guard.guard(a.requestId(), a.reply(), () -> {
+                schedule(a);
+                return 1;
+            });
         }
         state.pending.clear();
         return n;

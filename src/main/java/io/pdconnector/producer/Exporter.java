@@ -16,16 +16,24 @@ final class Exporter {
 
     private final ProducerState state;
     private final ReferenceEngine reference;
+    private final RequestGuard guard;
 
-    Exporter(ProducerState state) {
+    Exporter(ProducerState state, RequestGuard guard) {
         this.state = state;
+        this.guard = guard;
         this.reference = new ReferenceEngine(state.config.geometry());
     }
 
     /** Requests scheduled this step had their slots written by every rank in {@link SlotOps} (L2). */
     int startWriting(long now) {
-        int n = state.scheduled.size();
-        state.scheduled.forEach((lease, admission) -> start(lease, admission, now));
+        int n = 0;
+        for (Map.Entry<Lease, ProducerCommand.Admission> e : List.copyOf(state.scheduled.entrySet())) {
+            ProducerCommand.Admission admission = e.getValue();
+            n += guard.guard(admission.requestId(), admission.reply(), () -> {
+                start(e.getKey(), admission, now);
+                return 1;
+            });
+        }
         state.scheduled.clear();
         return n;
     }

@@ -17,7 +17,8 @@ import java.time.InstantSource;
  * go through {@link ProducerFacade} and await its futures with a deadline. A step runs its phases
  * in order: commands ({@link ProducerCommandHandler}), {@link Admission}, {@link SlotOps},
  * {@link Releaser}, {@link Exporter}, {@link NotificationInbox}, {@link Reaper}. It never blocks:
- * an exit queues a clear that the next step applies.
+ * an exit queues a clear that the next step applies. A bug while it handles one request fails that
+ * request alone and releases its lease ({@link RequestGuard}); the loop goes on.
  */
 public final class LeaseScheduler implements StepWorker {
 
@@ -48,13 +49,14 @@ public final class LeaseScheduler implements StepWorker {
         this.registry = registry;
         this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
         this.exit = new LeaseExit(state.ranks);
-        this.exporter = new Exporter(state);
-        this.handler = new ProducerCommandHandler(state, exporter, exit);
-        this.admission = new Admission(state);
+        RequestGuard guard = new RequestGuard(state, exit);
+        this.exporter = new Exporter(state, guard);
+        this.handler = new ProducerCommandHandler(state, exporter, exit, guard);
+        this.admission = new Admission(state, guard);
         this.slotOps = new SlotOps(state.ranks, state.finishing);
         this.releaser = new Releaser(state);
         this.inbox = new NotificationInbox(state, exit);
-        this.reaper = new Reaper(state, exit);
+        this.reaper = new Reaper(state, exit, guard);
     }
 
     @Override

@@ -7,21 +7,38 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Answers the commands the step drains, on the loop thread. A new request is only queued for
- * {@link Admission}: blocks, slots and nonces are taken in the admission phase, never here.
+ * {@link Admission}: blocks, slots and nonces are taken in the admission phase, never here. A bug
+ * while answering one fails that command alone ({@link RequestGuard}).
  */
 final class ProducerCommandHandler {
 
     private final ProducerState state;
     private final Exporter exporter;
     private final LeaseExit exit;
+    private final RequestGuard guard;
 
-    ProducerCommandHandler(ProducerState state, Exporter exporter, LeaseExit exit) {
+    ProducerCommandHandler(ProducerState state, Exporter exporter, LeaseExit exit, RequestGuard guard) {
         this.state = state;
         this.exporter = exporter;
         this.exit = exit;
+        this.guard = guard;
     }
 
+    /** A bug while a command changes a lease releases that lease; a failed query changes nothing. */
     void handle(ProducerCommand command, long now) {
+        String changes = switch (command) {
+            case ProducerCommand.WriteKv w -> w.requestId();
+            case ProducerCommand.Finish f -> f.requestId();
+            case ProducerCommand.Abort a -> a.requestId();
+            default -> null;
+        };
+        guard.guard(changes, command.reply(), () -> {
+            dispatch(command, now);
+            return 1;
+        });
+    }
+
+    private void dispatch(ProducerCommand command, long now) {
         switch (command) {
             case ProducerCommand.Admission a -> state.pending.add(a);
             case ProducerCommand.WriteKv w -> writeKv(w);

@@ -19,4 +19,6 @@ public final class ProducerCounters {
     public final AtomicLong droppedNotifications = new AtomicLong();
     public final AtomicLong heartbeatsApplied = new AtomicLong();
     public final AtomicLong heartbeatsIgnored = new AtomicLong();
+    /** Requests failed by an unexpected exception in the step (a bug), answered 500; the loop went on. */
+    public final AtomicLong requestsFailed = new AtomicLong();
 }

@@ -73,6 +73,11 @@ final class ProducerRank {
         pendingWrites.add(lease);
     }
 
+    /** A lease that exits before its queued slot write was applied (it failed while scheduled) is not written. */
+    void dropWrite(Lease lease) {
+        pendingWrites.remove(lease);
+    }
+
     void queueClear(Lease lease) {
         pendingClears.add(lease);
     }

@@ -9,28 +9,35 @@ final class Reaper {
 
     private final ProducerState state;
     private final LeaseExit exit;
+    private final RequestGuard guard;
 
-    Reaper(ProducerState state, LeaseExit exit) {
+    Reaper(ProducerState state, LeaseExit exit, RequestGuard guard) {
         this.state = state;
         this.exit = exit;
+        this.guard = guard;
     }
 
     int reap(long now) {
         int n = 0;
         for (Lease lease : state.leases.all()) {
-            if (!lease.anyRankHeld()) {
-                continue;
-            }
-            if (lease.expired(now)) {
-                exit.allRanks(lease);
-                state.counters.leasesExpired.incrementAndGet();
-                n++;
-            } else if (lease.abandoned(now)) {
-                exit.allRanks(lease);
-                state.counters.reservationsAbandoned.incrementAndGet();
-                n++;
+            if (lease.anyRankHeld()) {
+                n += guard.guard(lease.requestId(), null, () -> reap(lease, now));
             }
         }
         return n;
+    }
+
+    private int reap(Lease lease, long now) {
+        if (lease.expired(now)) {
+            exit.allRanks(lease);
+            state.counters.leasesExpired.incrementAndGet();
+            return 1;
+        }
+        if (lease.abandoned(now)) {
+            exit.allRanks(lease);
+            state.counters.reservationsAbandoned.incrementAndGet();
+            return 1;
+        }
+        return 0;
     }
 }

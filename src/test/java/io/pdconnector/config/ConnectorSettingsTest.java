@@ -66,6 +66,7 @@ class ConnectorSettingsTest {
                 Map.entry("pd.lease.state-dir", "/tmp/state"),
                 Map.entry("pd.consumer.failure-policy", "recompute"),
                 Map.entry("pd.consumer.pull-timeout", "45s"),
+                Map.entry("pd.consumer.retention", "90s"),
                 Map.entry("pd.consumer.slot-read-spins", "11"),
                 Map.entry("pd.consumer.slot-checks-per-read", "5"),
                 Map.entry("pd.consumer.max-peer-blocks", "1000"),
@@ -84,7 +85,8 @@ class ConnectorSettingsTest {
                 s.producer());
         assertEquals(ConsumerConfig.builder("p1").tpSize(2).geometry(g).blocks(100).verification(false)
                 .failurePolicy(LoadFailurePolicy.RECOMPUTE).heartbeatInterval(Duration.ofSeconds(2))
-                .pullTimeout(Duration.ofSeconds(45)).slotReadSpins(11).slotChecksPerRead(5).maxPeerBlocks(1000)
+                .pullTimeout(Duration.ofSeconds(45)).retention(Duration.ofSeconds(90)).slotReadSpins(11)
+                .slotChecksPerRead(5).maxPeerBlocks(1000)
                 .maxPeerDescriptors(2000).commandQueueCapacity(33)
                 .build(), s.consumer(), "the heartbeat defaults to lease / 6");
         assertEquals(new LoopSettings(Duration.ofMinutes(2), Duration.ofSeconds(3), Duration.ofMillis(250),

@@ -259,7 +259,8 @@ class LeaseRulesTest {
     @Test
     void L8_heartbeatsKeepTheLeaseOfAQueuedPullAlive() {
         ProducerFixture p = producer(1);
-        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").blocks(3));
+        // decode holds "first" past the default retention: the pool stays full while "waiting" queues
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").blocks(3).retention(Duration.ofMinutes(5)));
         KvTransferParams first = cluster.prefill(p, "first", promptA);
         KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
         cluster.pull(d, "first", promptA, first);

@@ -25,6 +25,37 @@ public final class Gates {
     private final Map<String, Integer> permits = new HashMap<>();
     private final Set<String> failures = new HashSet<>();
     private final List<Held> held = new ArrayList<>();
+    private final Map<String, RuntimeException> crashes = new HashMap<>();
+
+    /** Where an injected crash strikes a READ: in the post call or in a status poll. */
+    public enum At { POST, POLL }
+
+    /**
+     * The next post (or poll) of a READ of {@code kind} from {@code remoteAgent} throws {@code thrown}: not a
+     * transfer error but a bug's exception, as a step phase's own code might throw.
+     */
+    public void crashNext(At at, ReadKind kind, String remoteAgent, Throwable thrown) {
+        crashes.put(at + " " + key(kind, remoteAgent), new Crash(thrown));
+    }
+
+    /** Throws the crash due at {@code at} for this READ, if any. */
+    void crashIfDue(At at, ReadKind kind, String remoteAgent) {
+        RuntimeException crash = crashes.remove(at + " " + key(kind, remoteAgent));
+        if (crash == null) {
+            return;
+        }
+        if (crash.getCause() instanceof Error e) {
+            throw e;
+        }
+        throw (RuntimeException) crash.getCause();
+    }
+
+    /** Carries a crash (an Error too) until it is thrown. */
+    private static final class Crash extends RuntimeException {
+        Crash(Throwable thrown) {
+            super(thrown);
+        }
+    }
 
     /** From now on READs wait for permits; notifications pass. */
     public void close() {

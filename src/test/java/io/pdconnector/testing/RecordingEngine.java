@@ -180,8 +180,9 @@ public final class RecordingEngine implements TransferEngine {
         @Override
         public ReadRequest postRead(PreparedDescriptors local, int[] li, PreparedDescriptors remote, int[] ri,
                 byte[] notification) {
-            ReadRequest r = inner.postRead(local, li, remote, ri, notification);
             ReadKind kind = kinds.get(remote);
+            gates.crashIfDue(Gates.At.POST, kind, remote.owner());
+            ReadRequest r = inner.postRead(local, li, remote, ri, notification);
             reads.put(r, kind);
             events.add("post " + kind.word() + " " + name() + "->" + remote.owner() + " n=" + li.length
                     + (notification == null ? "" : " notif"));
@@ -195,6 +196,7 @@ public final class RecordingEngine implements TransferEngine {
             if (!gates.letThrough(kind, request.remoteAgent())) {
                 return TransferStatus.IN_PROGRESS;
             }
+            gates.crashIfDue(Gates.At.POLL, kind, request.remoteAgent());
             if (gates.takeFailure(kind, request.remoteAgent())) {
                 events.add("status " + route + " FAILED");
                 terminal.add(request);
