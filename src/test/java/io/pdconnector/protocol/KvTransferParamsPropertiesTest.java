@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.testing.Gen;
+import io.pdconnector.testing.Property;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.HashMap;
@@ -12,13 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.Tuple;
+import org.junit.jupiter.api.Test;
 
 /**
  * Properties of {@link KvTransferParams#fromMap} and {@link KvTransferParams#validateForPull}, the
@@ -27,82 +23,91 @@ import net.jqwik.api.Tuple;
  * here against the input itself (exact integer values, no rounding); valid params round-trip through
  * toMap/fromMap; unknown fields are kept and written back.
  *
- * <p>On a failure jqwik prints the shrunk sample and a line {@code seed = <n>}; replay exactly that
- * run with {@code @Property(seed = "<n>")} on the failing property (jqwik also re-runs the last
- * failing sample first on the next run, from its database file {@code .jqwik-database}).
+ * <p>Each property runs its tries on inputs of {@link Gen} from a fixed seed (see {@link Property}).
+ * A failure's message names the seed, the try and the input, and the replay of exactly that try:
+ * {@code -Dtest='KvTransferParamsPropertiesTest#<property>' -Dpd.prop.seed=<seed> -Dpd.prop.try=<try>}.
+ * For a longer local run: {@code -Dpd.prop.seed=<any> -Dpd.prop.tries=<n>}.
  */
 class KvTransferParamsPropertiesTest {
 
-    private static final Set<String> KNOWN = Set.copyOf(ProtocolArbitraries.validMap().keySet());
+    private static final Set<String> KNOWN = Set.copyOf(ProtocolGenerators.validMap().keySet());
 
-    @Property(tries = 500)
-    void arbitraryMapsAreRefusedCleanlyOrObeyTheRules(@ForAll("hostileMaps") Map<String, Object> m) {
-        KvTransferParams p;
-        try {
-            p = KvTransferParams.fromMap(m);
-        } catch (InvalidKvTransferParamsException refused) {
-            return;
-        }
-        Map<String, Object> unknown = new LinkedHashMap<>(m);
-        unknown.keySet().removeAll(KNOWN);
-        assertEquals(unknown, p.extra(), "unknown fields are kept as they came");
-        Map<String, Object> out = p.toMap();
-        unknown.forEach((k, v) -> {
-            assertTrue(out.containsKey(k), "unknown field written back: " + k);
-            assertEquals(v, out.get(k), "unknown field written back unchanged: " + k);
+    @Test
+    void arbitraryMapsAreRefusedCleanlyOrObeyTheRules() {
+        Property.forAll(1203_01L, 500, KvTransferParamsPropertiesTest::hostileMap, m -> {
+            KvTransferParams p;
+            try {
+                p = KvTransferParams.fromMap(m);
+            } catch (InvalidKvTransferParamsException refused) {
+                return;
+            }
+            Map<String, Object> unknown = new LinkedHashMap<>(m);
+            unknown.keySet().removeAll(KNOWN);
+            assertEquals(unknown, p.extra(), "unknown fields are kept as they came");
+            Map<String, Object> out = p.toMap();
+            unknown.forEach((k, v) -> {
+                assertTrue(out.containsKey(k), "unknown field written back: " + k);
+                assertEquals(v, out.get(k), "unknown field written back unchanged: " + k);
+            });
+            try {
+                p.validateForPull();
+            } catch (InvalidKvTransferParamsException refused) {
+                return;
+            }
+            assertAcceptedInputObeysTheRules(m, p);
         });
-        try {
+    }
+
+    @Test
+    void validParamsRoundTripThroughTheirMap() {
+        Property.forAll(1203_02L, 500, KvTransferParamsPropertiesTest::validParams, p -> {
             p.validateForPull();
-        } catch (InvalidKvTransferParamsException refused) {
-            return;
-        }
-        assertAcceptedInputObeysTheRules(m, p);
+            assertEquals(p, KvTransferParams.fromMap(p.toMap()).validateForPull());
+        });
     }
 
-    @Property(tries = 500)
-    void validParamsRoundTripThroughTheirMap(@ForAll("validParams") KvTransferParams p) {
-        p.validateForPull();
-        assertEquals(p, KvTransferParams.fromMap(p.toMap()).validateForPull());
+    private record FieldValue(String field, Number n) {
     }
 
-    @Property(tries = 1000)
-    void integerFieldsTakeOnlyExactIntegers(@ForAll("integerFields") String field, @ForAll("numbers") Number n) {
-        Map<String, Object> m = ProtocolArbitraries.validMap();
-        if (field.equals("remote_block_ids")) {
-            m.put(field, List.of(List.of(1, n)));
-        } else {
-            m.put(field, n);
-        }
-        KvTransferParams p;
-        try {
-            p = KvTransferParams.fromMap(m).validateForPull();
-        } catch (InvalidKvTransferParamsException refused) {
-            return;
-        }
-        assertAcceptedInputObeysTheRules(m, p);
+    @Test
+    void integerFieldsTakeOnlyExactIntegers() {
+        Property.forAll(1203_03L, 1000, g -> new FieldValue(integerField(g), number(g)), in -> {
+            String field = in.field();
+            Number n = in.n();
+            Map<String, Object> m = ProtocolGenerators.validMap();
+            if (field.equals("remote_block_ids")) {
+                m.put(field, List.of(List.of(1, n)));
+            } else {
+                m.put(field, n);
+            }
+            KvTransferParams p;
+            try {
+                p = KvTransferParams.fromMap(m).validateForPull();
+            } catch (InvalidKvTransferParamsException refused) {
+                return;
+            }
+            assertAcceptedInputObeysTheRules(m, p);
+        });
     }
 
-    @Provide
-    Arbitrary<String> integerFields() {
-        return Arbitraries.of("remote_port", "tp_size", "remote_num_tokens", "remote_lease_slot", "remote_lease_nonce",
+    private static String integerField(Gen g) {
+        return g.oneOf("remote_port", "tp_size", "remote_num_tokens", "remote_lease_slot", "remote_lease_nonce",
                 "remote_block_ids");
     }
 
     /** Numbers on, next to and far from the integers, as every Number type a JSON parser may use. */
-    @Provide
-    Arbitrary<Number> numbers() {
-        Arbitrary<Long> near = Arbitraries.longs().between(-3, 3000);
-        return Arbitraries.frequencyOf(
-                Tuple.of(2, near.map(l -> (Number) l)),
-                Tuple.of(2, near.map(l -> (Number) l.doubleValue())),
-                Tuple.of(1, near.map(l -> (Number) (float) l)),
-                Tuple.of(1, near.map(l -> (Number) BigInteger.valueOf(l))),
-                Tuple.of(1, near.map(l -> (Number) new BigDecimal(l + ".000"))),
-                Tuple.of(3, Combinators.combine(near, Arbitraries.integers().between(1, 40),
-                        Arbitraries.integers().between(1, 9)).as((l, scale, digit) ->
-                                (Number) BigDecimal.valueOf(l).add(BigDecimal.valueOf(digit, scale)))),
-                Tuple.of(2, near.map(l -> (Number) Math.nextUp((double) l))),
-                Tuple.of(2, ProtocolArbitraries.jsonScalars().filter(v -> v instanceof Number).map(v -> (Number) v)));
+    private static Number number(Gen g) {
+        long l = g.longBetween(-3, 3000);
+        return switch (g.frequency(2, 2, 1, 1, 1, 3, 2, 2)) {
+            case 0 -> l;
+            case 1 -> (double) l;
+            case 2 -> (float) l;
+            case 3 -> BigInteger.valueOf(l);
+            case 4 -> new BigDecimal(l + ".000");
+            case 5 -> BigDecimal.valueOf(l).add(BigDecimal.valueOf(g.intBetween(1, 9), g.intBetween(1, 40)));
+            case 6 -> Math.nextUp((double) l);
+            default -> ProtocolGenerators.jsonNumber(g);
+        };
     }
 
     /** Everything validateForPull's rules ask, read from the map the caller sent, not from the params. */
@@ -160,33 +165,34 @@ class KvTransferParamsPropertiesTest {
         return exact.setScale(0);
     }
 
-    @Provide
-    Arbitrary<Map<String, Object>> hostileMaps() {
-        Arbitrary<Map<String, Object>> anything = Arbitraries.maps(ProtocolArbitraries.fieldNames(),
-                ProtocolArbitraries.jsonValues(2)).ofMaxSize(10);
-        // A valid map with 1-4 fields replaced, removed or added: reaches every check of validateForPull.
-        Arbitrary<Map<String, Object>> edited = Arbitraries.maps(ProtocolArbitraries.fieldNames(),
-                Arbitraries.frequencyOf(Tuple.of(8, ProtocolArbitraries.jsonValues(2)),
-                        Tuple.of(1, validBlockIds().map(b -> (Object) b)),
-                        Tuple.of(1, Arbitraries.just(REMOVE))))
-                .ofMinSize(1).ofMaxSize(4)
-                .map(edits -> {
-                    Map<String, Object> m = ProtocolArbitraries.validMap();
-                    edits.forEach((k, v) -> {
-                        if (v == REMOVE) {
-                            m.remove(k);
-                        } else {
-                            m.put(k, v);
-                        }
-                    });
-                    return m;
-                });
-        Arbitrary<Map<String, Object>> nullKey = edited.map(m -> {
-            Map<String, Object> withNullKey = new HashMap<>(m);
-            withNullKey.put(null, "x");
-            return withNullKey;
+    /** A valid map with 1-4 fields replaced, removed or added: reaches every check of validateForPull. */
+    private static Map<String, Object> editedMap(Gen g) {
+        Map<String, Object> edits = g.map(1, 4, ProtocolGenerators::fieldName, x -> switch (x.frequency(8, 1, 1)) {
+            case 0 -> ProtocolGenerators.jsonValue(x, 2);
+            case 1 -> validBlockIds(x);
+            default -> REMOVE;
         });
-        return Arbitraries.frequencyOf(Tuple.of(3, anything), Tuple.of(6, edited), Tuple.of(1, nullKey));
+        Map<String, Object> m = ProtocolGenerators.validMap();
+        edits.forEach((k, v) -> {
+            if (v == REMOVE) {
+                m.remove(k);
+            } else {
+                m.put(k, v);
+            }
+        });
+        return m;
+    }
+
+    private static Map<String, Object> hostileMap(Gen g) {
+        return switch (g.frequency(3, 6, 1)) {
+            case 0 -> g.map(0, 10, ProtocolGenerators::fieldName, x -> ProtocolGenerators.jsonValue(x, 2));
+            case 1 -> editedMap(g);
+            default -> {
+                Map<String, Object> withNullKey = new HashMap<>(editedMap(g));
+                withNullKey.put(null, "x");
+                yield withNullKey;
+            }
+        };
     }
 
     private static final Object REMOVE = new Object() {
@@ -196,32 +202,26 @@ class KvTransferParamsPropertiesTest {
         }
     };
 
-    private static Arbitrary<List<List<Integer>>> validBlockIds() {
-        return Arbitraries.integers().between(0, Integer.MAX_VALUE).list().ofMinSize(1).ofMaxSize(64)
-                .map(List::of);
+    private static List<List<Integer>> validBlockIds(Gen g) {
+        return List.of(g.list(1, 64, x -> x.intBetween(0, Integer.MAX_VALUE)));
     }
 
-    @Provide
-    Arbitrary<KvTransferParams> validParams() {
-        Arbitrary<String> engines = ProtocolArbitraries.nastyStrings(40).filter(s -> !s.isBlank());
-        Arbitrary<String> hosts = ProtocolArbitraries.nastyStrings(40).injectNull(0.2);
-        Arbitrary<String> modes = Arbitraries.of("pull").injectNull(0.5);
-        Arbitrary<Long> nonces = Arbitraries.longs().between(1, (1L << 53) - 1);
-        Arbitrary<Tuple.Tuple2<Integer, Long>> leases = Combinators.combine(
-                Arbitraries.integers().between(0, Integer.MAX_VALUE), nonces).as(Tuple::of).injectNull(0.3);
-        Arbitrary<Map<String, Object>> extras = Arbitraries.maps(
-                ProtocolArbitraries.fieldNames().filter(k -> !KNOWN.contains(k)),
-                ProtocolArbitraries.jsonValues(2)).ofMaxSize(5);
-        Arbitrary<KvTransferParams> noExtras = Combinators.combine(engines, ProtocolArbitraries.validRequestIds(),
-                validBlockIds(), hosts, Arbitraries.integers(),
-                Arbitraries.integers().between(1, KvTransferParams.MAX_TP),
-                Arbitraries.integers().between(1, KvTransferParams.MAX_TOKENS), modes)
-                .as((engine, id, blocks, host, port, tp, tokens, mode) -> new KvTransferParams(true, false, engine, id,
-                        blocks, host, port, tp, tokens, mode, null, null, Map.of()));
-        return Combinators.combine(noExtras, Arbitraries.of(true, false), leases, extras)
-                .as((p, decode, lease, extra) -> new KvTransferParams(true, decode, p.remoteEngineId(),
-                        p.remoteRequestId(), p.remoteBlockIds(), p.remoteHost(), p.remotePort(), p.tpSize(),
-                        p.remoteNumTokens(), p.transferMode(), lease == null ? null : lease.get1(),
-                        lease == null ? null : lease.get2(), extra));
+    private static KvTransferParams validParams(Gen g) {
+        String engine = g.until(s -> !s.isBlank(), x -> ProtocolGenerators.nastyString(x, 40));
+        String id = ProtocolGenerators.validRequestId(g);
+        List<List<Integer>> blocks = validBlockIds(g);
+        String host = g.nullOr(0.2, x -> ProtocolGenerators.nastyString(x, 40));
+        int port = g.anyInt();
+        int tp = g.intBetween(1, KvTransferParams.MAX_TP);
+        int tokens = g.intBetween(1, KvTransferParams.MAX_TOKENS);
+        String mode = g.nullOr(0.5, x -> "pull");
+        boolean decode = g.bool();
+        boolean lease = !g.chance(0.3);
+        Integer slot = lease ? g.intBetween(0, Integer.MAX_VALUE) : null;
+        Long nonce = lease ? g.longBetween(1, (1L << 53) - 1) : null;
+        Map<String, Object> extra = g.map(0, 5,
+                x -> x.until(k -> !KNOWN.contains(k), ProtocolGenerators::fieldName),
+                x -> ProtocolGenerators.jsonValue(x, 2));
+        return new KvTransferParams(true, decode, engine, id, blocks, host, port, tp, tokens, mode, slot, nonce, extra);
     }
 }

@@ -6,17 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.testing.Gen;
+import io.pdconnector.testing.Property;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.Tuple;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 
 /**
  * Properties of {@link LeaseNotification#parse}, which reads bytes any peer can send a prefill
@@ -24,139 +19,210 @@ import net.jqwik.api.constraints.IntRange;
  * encoding of a valid one (anything else is Malformed); valid Reads and Heartbeats round-trip
  * through encode/parse; an id can travel in a notification iff {@link RequestIds#isValid} says so.
  *
- * <p>On a failure jqwik prints the shrunk sample and a line {@code seed = <n>}; replay exactly that
- * run with {@code @Property(seed = "<n>")} on the failing property (jqwik also re-runs the last
- * failing sample first on the next run, from its database file {@code .jqwik-database}).
+ * <p>Each property runs its tries on inputs of {@link Gen} from a fixed seed (see {@link Property}).
+ * A failure's message names the seed, the try and the input, and the replay of exactly that try:
+ * {@code -Dtest='LeaseNotificationPropertiesTest#<property>' -Dpd.prop.seed=<seed> -Dpd.prop.try=<try>}.
+ * For a longer local run: {@code -Dpd.prop.seed=<any> -Dpd.prop.tries=<n>}.
  */
 class LeaseNotificationPropertiesTest {
 
     private static final long NONCE_LIMIT = 1L << 53;
 
-    @Property(tries = 1000)
-    void arbitraryBytesGiveAReadOrHeartbeatOnlyWhenExactlyOne(@ForAll("hostileMessages") byte[] message) {
-        switch (LeaseNotification.parse(message)) {
-            case LeaseNotification.Read r -> {
-                assertTrue(RequestIds.isValid(r.requestId()), "read of an invalid id: " + r);
-                assertTrue(r.consumers() >= 1, "read with no consumers: " + r);
-                assertTrue(r.nonce() == LeaseNotification.NO_NONCE || Nonces.isValid(r.nonce()), "bad nonce: " + r);
-                assertArrayEquals(r.encode(), message, "accepted bytes that are not exactly the encoding of " + r);
+    @Test
+    void arbitraryBytesGiveAReadOrHeartbeatOnlyWhenExactlyOne() {
+        Property.forAll(1202_01L, 1000, LeaseNotificationPropertiesTest::hostileMessage, message -> {
+            switch (LeaseNotification.parse(message)) {
+                case LeaseNotification.Read r -> {
+                    assertTrue(RequestIds.isValid(r.requestId()), "read of an invalid id: " + r);
+                    assertTrue(r.consumers() >= 1, "read with no consumers: " + r);
+                    assertTrue(r.nonce() == LeaseNotification.NO_NONCE || Nonces.isValid(r.nonce()),
+                            "bad nonce: " + r);
+                    assertArrayEquals(r.encode(), message, "accepted bytes that are not exactly the encoding of " + r);
+                }
+                case LeaseNotification.Heartbeat h -> {
+                    assertFalse(h.requestIds().isEmpty());
+                    assertTrue(h.requestIds().stream().allMatch(RequestIds::isValid),
+                            "heartbeat of an invalid id: " + h);
+                    assertArrayEquals(h.encode(), message, "accepted bytes that are not exactly the encoding of " + h);
+                }
+                case LeaseNotification.Malformed m -> {
+                }
             }
-            case LeaseNotification.Heartbeat h -> {
-                assertFalse(h.requestIds().isEmpty());
-                assertTrue(h.requestIds().stream().allMatch(RequestIds::isValid), "heartbeat of an invalid id: " + h);
-                assertArrayEquals(h.encode(), message, "accepted bytes that are not exactly the encoding of " + h);
-            }
-            case LeaseNotification.Malformed m -> {
-            }
-        }
+        });
     }
 
-    @Property(tries = 1000)
-    void validReadsRoundTrip(@ForAll("validIds") String id, @ForAll @IntRange(min = 1) int consumers,
-            @ForAll("nonceOrNone") long nonce) {
-        LeaseNotification.Read read = new LeaseNotification.Read(id, consumers, nonce);
-        assertEquals(read, LeaseNotification.parse(read.encode()));
+    private record ReadInput(String id, int consumers, long nonce) {
     }
 
-    @Property(tries = 1000)
-    void validHeartbeatsRoundTrip(@ForAll("heartbeatIds") List<String> ids) {
-        LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(ids);
-        assertEquals(hb, LeaseNotification.parse(hb.encode()));
+    @Test
+    void validReadsRoundTrip() {
+        Property.forAll(1202_02L, 1000,
+                g -> new ReadInput(ProtocolGenerators.validRequestId(g), g.intBetween(1, Integer.MAX_VALUE),
+                        nonceOrNone(g)),
+                in -> {
+                    LeaseNotification.Read read = new LeaseNotification.Read(in.id(), in.consumers(), in.nonce());
+                    assertEquals(read, LeaseNotification.parse(read.encode()));
+                });
     }
 
-    @Property(tries = 1000)
-    void readsWithBadNumbersAreMalformed(@ForAll("validIds") String id,
-            @ForAll("badNumbers") Tuple.Tuple2<String, String> numbers) {
-        String text = id + ":" + numbers.get1() + (numbers.get2() == null ? "" : ":" + numbers.get2());
-        assertInstanceOf(LeaseNotification.Malformed.class,
-                LeaseNotification.parse(text.getBytes(StandardCharsets.UTF_8)), text);
+    @Test
+    void validHeartbeatsRoundTrip() {
+        Property.forAll(1202_03L, 1000, g -> g.list(1, 20, ProtocolGenerators::validRequestId), ids -> {
+            LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(ids);
+            assertEquals(hb, LeaseNotification.parse(hb.encode()));
+        });
     }
 
-    @Property(tries = 1000)
-    void anIdCanTravelInANotificationIffItIsValid(@ForAll("anyIds") String id) {
-        LeaseNotification.Read read = new LeaseNotification.Read(id, 2, 7);
-        LeaseNotification.Read unverified = new LeaseNotification.Read(id, 2, LeaseNotification.NO_NONCE);
-        LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(List.of(id));
-        boolean valid = RequestIds.isValid(id);
-        String d = ProtocolArbitraries.describe(id);
-        assertEquals(valid, read.equals(LeaseNotification.parse(read.encode())), "read of " + d);
-        assertEquals(valid, unverified.equals(LeaseNotification.parse(unverified.encode())), "unverified read of " + d);
-        assertEquals(valid, hb.equals(LeaseNotification.parse(hb.encode())), "heartbeat of " + d);
+    /** A read's consumers and nonce (null: none) as text, at least one of them out of its range or not a number. */
+    private record BadNumbers(String id, String consumers, String nonce) {
     }
 
-    @Provide
-    Arbitrary<String> validIds() {
-        return ProtocolArbitraries.validRequestIds();
+    @Test
+    void readsWithBadNumbersAreMalformed() {
+        Property.forAll(1202_04L, 1000, LeaseNotificationPropertiesTest::badNumbers, in -> {
+            String text = in.id() + ":" + in.consumers() + (in.nonce() == null ? "" : ":" + in.nonce());
+            assertInstanceOf(LeaseNotification.Malformed.class,
+                    LeaseNotification.parse(text.getBytes(StandardCharsets.UTF_8)), text);
+        });
     }
 
-    @Provide
-    Arbitrary<String> anyIds() {
-        return Arbitraries.oneOf(ProtocolArbitraries.nastyStrings(300), ProtocolArbitraries.validRequestIds());
+    @Test
+    void anIdCanTravelInANotificationIffItIsValid() {
+        Property.forAll(1202_05L, 1000,
+                g -> g.bool() ? ProtocolGenerators.nastyString(g, 300) : ProtocolGenerators.validRequestId(g), id -> {
+                    LeaseNotification.Read read = new LeaseNotification.Read(id, 2, 7);
+                    LeaseNotification.Read unverified = new LeaseNotification.Read(id, 2, LeaseNotification.NO_NONCE);
+                    LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(List.of(id));
+                    boolean valid = RequestIds.isValid(id);
+                    String d = ProtocolGenerators.describe(id);
+                    assertEquals(valid, read.equals(LeaseNotification.parse(read.encode())), "read of " + d);
+                    assertEquals(valid, unverified.equals(LeaseNotification.parse(unverified.encode())),
+                            "unverified read of " + d);
+                    assertEquals(valid, hb.equals(LeaseNotification.parse(hb.encode())), "heartbeat of " + d);
+                });
     }
 
-    @Provide
-    Arbitrary<Long> nonceOrNone() {
-        return Arbitraries.oneOf(Arbitraries.just(LeaseNotification.NO_NONCE),
-                Arbitraries.longs().between(1, NONCE_LIMIT - 1));
-    }
-
-    @Provide
-    Arbitrary<List<String>> heartbeatIds() {
-        return ProtocolArbitraries.validRequestIds().list().ofMinSize(1).ofMaxSize(20);
+    private static long nonceOrNone(Gen g) {
+        return g.bool() ? LeaseNotification.NO_NONCE : g.longBetween(1, NONCE_LIMIT - 1);
     }
 
     /** (consumers, nonce or null): at least one of them out of its range, overflowing or not a number. */
-    @Provide
-    Arbitrary<Tuple.Tuple2<String, String>> badNumbers() {
-        Arbitrary<String> goodConsumers = Arbitraries.integers().between(1, Integer.MAX_VALUE).map(String::valueOf);
-        Arbitrary<String> badConsumers = Arbitraries.oneOf(
-                Arbitraries.integers().between(Integer.MIN_VALUE, 0).map(String::valueOf),
-                Arbitraries.longs().greaterOrEqual(1L + Integer.MAX_VALUE).map(String::valueOf),
-                Arbitraries.of("", " 1", "1 ", "1.0", "1e3", "0x1", "-", "99999999999999999999", "NaN", "one"));
-        Arbitrary<String> goodNonce = Arbitraries.longs().between(1, NONCE_LIMIT - 1).map(String::valueOf);
-        Arbitrary<String> badNonce = Arbitraries.oneOf(
-                Arbitraries.longs().between(Long.MIN_VALUE, 0).map(String::valueOf),
-                Arbitraries.longs().greaterOrEqual(NONCE_LIMIT).map(String::valueOf),
-                Arbitraries.of("", "0", "-0", "1.0", "9223372036854775808", "99999999999999999999999", "1,2", "x"));
-        return Arbitraries.oneOf(
-                Combinators.combine(badConsumers, goodNonce.injectNull(0.5)).as(Tuple::of),
-                Combinators.combine(goodConsumers, badNonce).as(Tuple::of),
-                Combinators.combine(badConsumers, badNonce).as(Tuple::of));
+    private static BadNumbers badNumbers(Gen g) {
+        String id = ProtocolGenerators.validRequestId(g);
+        return switch (g.below(3)) {
+            case 0 -> new BadNumbers(id, badConsumers(g), g.nullOr(0.5, LeaseNotificationPropertiesTest::goodNonce));
+            case 1 -> new BadNumbers(id, String.valueOf(g.intBetween(1, Integer.MAX_VALUE)), badNonce(g));
+            default -> new BadNumbers(id, badConsumers(g), badNonce(g));
+        };
+    }
+
+    private static String badConsumers(Gen g) {
+        return switch (g.below(3)) {
+            case 0 -> String.valueOf(g.intBetween(Integer.MIN_VALUE, 0));
+            case 1 -> String.valueOf(g.longBetween(1L + Integer.MAX_VALUE, Long.MAX_VALUE));
+            default -> g.oneOf("", " 1", "1 ", "1.0", "1e3", "0x1", "-", "99999999999999999999", "NaN", "one");
+        };
+    }
+
+    private static String goodNonce(Gen g) {
+        return String.valueOf(g.longBetween(1, NONCE_LIMIT - 1));
+    }
+
+    private static String badNonce(Gen g) {
+        return switch (g.below(3)) {
+            case 0 -> String.valueOf(g.longBetween(Long.MIN_VALUE, 0));
+            case 1 -> String.valueOf(g.longBetween(NONCE_LIMIT, Long.MAX_VALUE));
+            default -> g.oneOf("", "0", "-0", "1.0", "9223372036854775808", "99999999999999999999999", "1,2", "x");
+        };
+    }
+
+    /** A piece of a message near the grammar. */
+    private static byte[] token(Gen g) {
+        return switch (g.frequency(4, 3, 2, 1, 1)) {
+            case 0 -> ProtocolGenerators.utf8(ProtocolGenerators.validRequestId(g));
+            case 1 -> ProtocolGenerators.utf8(g.oneOf("HB:", ":", ",", "HB", "0", "1", "7", "-1", "+1", "01",
+                    "\u0661", "2147483647", "2147483648", "-2147483648", "9007199254740991", "9007199254740992",
+                    "9223372036854775807", "9223372036854775808", "\u0000", "\n", "\u0085", " ", "\u3000"));
+            case 2 -> ProtocolGenerators.utf8(Long.toString(g.anyLong()));
+            case 3 -> ProtocolGenerators.utf8(ProtocolGenerators.nastyString(g, 12));
+            default -> g.oneOf(new byte[] {(byte) 0xff}, new byte[] {(byte) 0xc0, (byte) 0x80},
+                    new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80}, new byte[] {(byte) 0xe2, (byte) 0x82},
+                    new byte[] {(byte) 0xef, (byte) 0xbf, (byte) 0xbd}).clone();
+        };
     }
 
     /**
      * Bytes near the grammar (ids, separators, numbers at and past every limit, non-ASCII digits and
-     * signs, invalid UTF-8), random bytes, and huge inputs up to 64 KiB.
+     * signs, invalid UTF-8), messages in the grammar's shape with one part off, random bytes, and
+     * huge inputs up to 64 KiB.
      */
-    @Provide
-    Arbitrary<byte[]> hostileMessages() {
-        Arbitrary<byte[]> token = Arbitraries.frequencyOf(
-                Tuple.of(4, ProtocolArbitraries.validRequestIds().map(ProtocolArbitraries::utf8)),
-                Tuple.of(3, Arbitraries.of("HB:", ":", ",", "HB", "0", "1", "7", "-1", "+1", "01", "\u0661",
-                        "2147483647", "2147483648", "-2147483648", "9007199254740991", "9007199254740992",
-                        "9223372036854775807", "9223372036854775808", "\u0000", "\n", "\u0085", " ", "\u3000")
-                        .map(ProtocolArbitraries::utf8)),
-                Tuple.of(2, Arbitraries.longs().map(l -> ProtocolArbitraries.utf8(Long.toString(l)))),
-                Tuple.of(1, ProtocolArbitraries.nastyStrings(12).map(ProtocolArbitraries::utf8)),
-                Tuple.of(1, Arbitraries.of(new byte[] {(byte) 0xff}, new byte[] {(byte) 0xc0, (byte) 0x80},
-                        new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80}, new byte[] {(byte) 0xe2, (byte) 0x82},
-                        new byte[] {(byte) 0xef, (byte) 0xbf, (byte) 0xbd})));
-        Arbitrary<byte[]> nearGrammar = token.list().ofMaxSize(12).map(LeaseNotificationPropertiesTest::concat);
-        Arbitrary<byte[]> random = Arbitraries.bytes().array(byte[].class).ofMaxSize(64);
-        Arbitrary<byte[]> huge = Combinators.combine(token.list().ofMinSize(1).ofMaxSize(4),
-                Arbitraries.integers().between(1, 64 * 1024)).as((parts, size) -> {
-                    byte[] unit = concat(parts);
-                    ByteArrayOutputStream out = new ByteArrayOutputStream(size + unit.length);
-                    while (out.size() < size && unit.length > 0) {
-                        out.writeBytes(unit);
-                    }
-                    return out.toByteArray();
-                });
-        Arbitrary<byte[]> hugeHeartbeat = Arbitraries.integers().between(1, 64 * 1024 / 8)
-                .map(n -> ProtocolArbitraries.utf8("HB:" + "req-1,".repeat(n) + "req-1"));
-        return Arbitraries.frequencyOf(Tuple.of(14, nearGrammar), Tuple.of(4, random), Tuple.of(1, huge),
-                Tuple.of(1, hugeHeartbeat));
+    private static byte[] hostileMessage(Gen g) {
+        return switch (g.frequency(14, 4, 1, 1, 10)) {
+            case 0 -> concat(g.list(0, 12, LeaseNotificationPropertiesTest::token));
+            case 1 -> g.bytes(0, 64);
+            case 2 -> {
+                byte[] unit = concat(g.list(1, 4, LeaseNotificationPropertiesTest::token));
+                int size = g.intBetween(1, 64 * 1024);
+                ByteArrayOutputStream out = new ByteArrayOutputStream(size + unit.length);
+                while (out.size() < size && unit.length > 0) {
+                    out.writeBytes(unit);
+                }
+                yield out.toByteArray();
+            }
+            case 3 -> ProtocolGenerators.utf8("HB:" + "req-1,".repeat(g.intBetween(1, 64 * 1024 / 8)) + "req-1");
+            default -> framed(g);
+        };
     }
+
+    /**
+     * A read ({@code <id>:<consumers>[:<nonce>]}) or heartbeat ({@code HB:<id>,<id>}) in shape, its
+     * numbers often written as encode() never does (sign, leading zero, other scripts' digits), its
+     * id lists with empty ids, and 1 in 3 with an invalid UTF-8 sequence put in anywhere.
+     */
+    private static byte[] framed(Gen g) {
+        String text;
+        if (g.bool()) {
+            String id = g.frequency(6, 1) == 0 ? ProtocolGenerators.validRequestId(g)
+                    : ProtocolGenerators.nastyString(g, 12);
+            text = id + ":" + number(g, g.intBetween(1, Integer.MAX_VALUE))
+                    + (g.bool() ? "" : ":" + number(g, g.longBetween(1, NONCE_LIMIT - 1)));
+        } else {
+            List<String> ids = g.list(1, 5, x -> x.frequency(5, 1) == 0 ? ProtocolGenerators.validRequestId(x) : "");
+            text = (g.frequency(6, 1) == 0 ? "" : ",") + String.join(",", ids) + (g.frequency(3, 1) == 0 ? "" : ",");
+            text = "HB:" + text;
+        }
+        byte[] bytes = ProtocolGenerators.utf8(text);
+        if (g.frequency(2, 1) == 0) {
+            return bytes;
+        }
+        int at = g.oneOf(0, bytes.length, g.intBetween(0, bytes.length));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.write(bytes, 0, at);
+        out.writeBytes(g.oneOf(INVALID_UTF8));
+        out.write(bytes, at, bytes.length - at);
+        return out.toByteArray();
+    }
+
+    /** {@code n} as encode() writes it (half the time), else with a sign, a leading zero or other digits. */
+    private static String number(Gen g, long n) {
+        String s = Long.toString(n);
+        return switch (g.frequency(6, 1, 1, 1, 2, 1)) {
+            case 0 -> s;
+            case 1 -> "+" + s;
+            case 2 -> "-" + s;
+            case 3 -> "0" + s;
+            case 4 -> {
+                int i = g.below(s.length());
+                char zero = g.oneOf('\u0660', '\u06f0', '\u0966', '\uff10');
+                yield s.substring(0, i) + (char) (zero + s.charAt(i) - '0') + s.substring(i + 1);
+            }
+            default -> g.oneOf("", " " + s, s + " ", "0");
+        };
+    }
+
+    private static final List<byte[]> INVALID_UTF8 = List.of(new byte[] {(byte) 0xff},
+            new byte[] {(byte) 0xc0, (byte) 0x80}, new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80},
+            new byte[] {(byte) 0xe2, (byte) 0x82}, new byte[] {(byte) 0x80}, new byte[] {(byte) 0xf5});
 
     private static byte[] concat(List<byte[]> parts) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();

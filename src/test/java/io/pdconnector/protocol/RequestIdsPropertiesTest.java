@@ -6,18 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.pdconnector.api.ReserveRequest;
 import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.testing.Gen;
+import io.pdconnector.testing.Property;
 import jakarta.validation.Validation;
 import jakarta.validation.Validator;
 import java.util.regex.Pattern;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
 import org.hibernate.validator.HibernateValidator;
 import org.hibernate.validator.messageinterpolation.ParameterMessageInterpolator;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * Properties of {@link RequestIds}, the one rule for request ids: {@link RequestIds#isValid} agrees
@@ -26,51 +24,59 @@ import org.hibernate.validator.messageinterpolation.ParameterMessageInterpolator
  * {@link RequestIds#PATTERN} and {@code @NotBlank} (checked by running Bean Validation on
  * {@link ReserveRequest}), and with {@link RequestIds#require}.
  *
- * <p>On a failure jqwik prints the shrunk sample and a line {@code seed = <n>}; replay exactly that
- * run with {@code @Property(seed = "<n>")} on the failing property (jqwik also re-runs the last
- * failing sample first on the next run, from its database file {@code .jqwik-database}).
+ * <p>Each property runs its tries on inputs of {@link Gen} from a fixed seed (see {@link Property}).
+ * A failure's message names the seed, the try and the input, and the replay of exactly that try:
+ * {@code -Dtest='RequestIdsPropertiesTest#<property>' -Dpd.prop.seed=<seed> -Dpd.prop.try=<try>}.
+ * For a longer local run: {@code -Dpd.prop.seed=<any> -Dpd.prop.tries=<n>}.
  */
 class RequestIdsPropertiesTest {
 
     private static jakarta.validation.ValidatorFactory factory;
     private static Validator validator;
 
-    @BeforeContainer
+    @BeforeAll
     static void startValidation() {
         factory = Validation.byProvider(HibernateValidator.class).configure()
                 .messageInterpolator(new ParameterMessageInterpolator()).buildValidatorFactory();
         validator = factory.getValidator();
     }
 
-    @AfterContainer
+    @AfterAll
     static void stopValidation() {
         factory.close();
     }
 
-    @Property(tries = 1000)
-    void isValidIsTheDocumentedRule(@ForAll("anyIds") String id) {
-        assertEquals(documentedRule(id), RequestIds.isValid(id), () -> describe(id));
+    @Test
+    void isValidIsTheDocumentedRule() {
+        Property.forAll(1201_01L, 1000, RequestIdsPropertiesTest::anyId, id ->
+                assertEquals(documentedRule(id), RequestIds.isValid(id), () -> describe(id)));
     }
 
-    @Property(tries = 1000)
-    void isValidAgreesWithThePatternPlusNotBlank(@ForAll("anyIds") String id) {
-        boolean pattern = Pattern.compile(RequestIds.PATTERN).matcher(id).matches();
-        assertEquals(pattern && !id.isBlank(), RequestIds.isValid(id), () -> describe(id));
+    @Test
+    void isValidAgreesWithThePatternPlusNotBlank() {
+        Property.forAll(1201_02L, 1000, RequestIdsPropertiesTest::anyId, id -> {
+            boolean pattern = Pattern.compile(RequestIds.PATTERN).matcher(id).matches();
+            assertEquals(pattern && !id.isBlank(), RequestIds.isValid(id), () -> describe(id));
+        });
     }
 
-    @Property(tries = 1000)
-    void theHttpLayerAcceptsExactlyTheValidIds(@ForAll("anyIds") String id) {
-        boolean http = validator.validateValue(ReserveRequest.class, "requestId", id).isEmpty();
-        assertEquals(RequestIds.isValid(id), http, () -> describe(id));
+    @Test
+    void theHttpLayerAcceptsExactlyTheValidIds() {
+        Property.forAll(1201_03L, 1000, RequestIdsPropertiesTest::anyId, id -> {
+            boolean http = validator.validateValue(ReserveRequest.class, "requestId", id).isEmpty();
+            assertEquals(RequestIds.isValid(id), http, () -> describe(id));
+        });
     }
 
-    @Property(tries = 1000)
-    void requireThrowsExactlyForInvalidIds(@ForAll("anyIds") String id) {
-        if (RequestIds.isValid(id)) {
-            assertSame(id, RequestIds.require(id));
-        } else {
-            assertThrows(InvalidInputException.class, () -> RequestIds.require(id), () -> describe(id));
-        }
+    @Test
+    void requireThrowsExactlyForInvalidIds() {
+        Property.forAll(1201_04L, 1000, RequestIdsPropertiesTest::anyId, id -> {
+            if (RequestIds.isValid(id)) {
+                assertSame(id, RequestIds.require(id));
+            } else {
+                assertThrows(InvalidInputException.class, () -> RequestIds.require(id), () -> describe(id));
+            }
+        });
     }
 
     /** The rule in RequestIds' words, spelled with Character's methods rather than the regex. */
@@ -83,14 +89,29 @@ class RequestIdsPropertiesTest {
     }
 
     private static String describe(String id) {
-        return ProtocolArbitraries.describe(id);
+        return ProtocolGenerators.describe(id);
     }
 
-    @Provide
-    Arbitrary<String> anyIds() {
-        return Arbitraries.oneOf(ProtocolArbitraries.nastyStrings(300), ProtocolArbitraries.validRequestIds(),
-                Arbitraries.strings().withCharRange('\u0080', '\u009f').withChars("a ").ofMaxLength(5),
-                Arbitraries.strings().whitespace().withChars("\u0085\u00a0\u1680\u2000\u2028\u3000\ufeff")
-                        .ofMinLength(1).ofMaxLength(5));
+    /** Hostile strings, valid ids, C1 controls among 'a' and ' ', and short runs of Unicode whitespace. */
+    private static String anyId(Gen g) {
+        return switch (g.below(4)) {
+            case 0 -> ProtocolGenerators.nastyString(g, 300);
+            case 1 -> ProtocolGenerators.validRequestId(g);
+            case 2 -> g.string(0, 5, Gen.chars('\u0080', '\u009f') + "a ");
+            default -> g.string(1, 5, WHITESPACE + "\u0085\u00a0\u1680\u2000\u2028\u3000\ufeff");
+        };
+    }
+
+    /** The chars {@link Character#isWhitespace} accepts. */
+    private static final String WHITESPACE = whitespace();
+
+    private static String whitespace() {
+        StringBuilder sb = new StringBuilder();
+        for (char c = 0; c < Character.MAX_VALUE; c++) {
+            if (Character.isWhitespace(c)) {
+                sb.append(c);
+            }
+        }
+        return sb.toString();
     }
 }
