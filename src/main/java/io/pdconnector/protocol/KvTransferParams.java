@@ -1,6 +1,8 @@
 package io.pdconnector.protocol;
 
+import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,7 +39,8 @@ public record KvTransferParams(
 
     public KvTransferParams {
         remoteBlockIds = remoteBlockIds == null ? null : remoteBlockIds.stream().map(List::copyOf).toList();
-        extra = extra == null ? Map.of() : Map.copyOf(extra);
+        // Not Map.copyOf: an unknown field may be JSON null, and is kept and written back as such.
+        extra = extra == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(extra));
     }
 
     public boolean hasLease() {
@@ -116,6 +119,7 @@ public record KvTransferParams(
         }
         Map<String, Object> extra = new LinkedHashMap<>();
         m.forEach((k, v) -> {
+            require(k != null, "a field has no name");
             if (!KNOWN.contains(k)) {
                 extra.put(k, v);
             }
@@ -181,7 +185,9 @@ public record KvTransferParams(
         }
         require(v instanceof Number, key + " must be an integer, got " + v);
         Number n = (Number) v;
-        require(n.doubleValue() == Math.rint(n.doubleValue()) && Math.abs(n.doubleValue()) < 0x1p63,
+        // A BigDecimal (a parser's exact decimals) may be a fraction its double rounds to an integer.
+        require(n.doubleValue() == Math.rint(n.doubleValue()) && Math.abs(n.doubleValue()) < 0x1p63
+                && !(n instanceof BigDecimal d && d.signum() != 0 && d.stripTrailingZeros().scale() > 0),
                 key + " must be an integer, got " + v);
         return n.longValue();
     }

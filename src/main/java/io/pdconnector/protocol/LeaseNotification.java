@@ -1,5 +1,7 @@
 package io.pdconnector.protocol;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
@@ -31,15 +33,25 @@ public sealed interface LeaseNotification {
     record Malformed(String text) implements LeaseNotification {
     }
 
+    /**
+     * Reads exactly what {@code encode()} writes: well-formed UTF-8, numbers in ASCII digits without
+     * sign or leading zero; anything else is Malformed.
+     */
     static LeaseNotification parse(byte[] message) {
-        String text = new String(message, StandardCharsets.UTF_8);
+        String text;
+        try {
+            text = StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(message)).toString();
+        } catch (CharacterCodingException e) {
+            return new Malformed(new String(message, StandardCharsets.UTF_8));
+        }
         if (text.startsWith(HEARTBEAT_PREFIX)) {
-            List<String> ids = Arrays.asList(text.substring(HEARTBEAT_PREFIX.length()).split(","));
+            List<String> ids = Arrays.asList(text.substring(HEARTBEAT_PREFIX.length()).split(",", -1));
             return ids.stream().allMatch(RequestIds::isValid) ? new Heartbeat(ids) : new Malformed(text);
         }
         String[] parts = text.split(":", -1);
         try {
-            if ((parts.length == 2 || parts.length == 3) && RequestIds.isValid(parts[0])) {
+            if ((parts.length == 2 || parts.length == 3) && RequestIds.isValid(parts[0])
+                    && Arrays.stream(parts, 1, parts.length).allMatch(LeaseNotification::isCanonicalNumber)) {
                 int consumers = Integer.parseInt(parts[1]);
                 long nonce = parts.length == 3 ? Long.parseLong(parts[2]) : NO_NONCE;
                 if (consumers >= 1 && (parts.length == 2 || Nonces.isValid(nonce))) {
@@ -50,5 +62,10 @@ public sealed interface LeaseNotification {
             // falls through to Malformed
         }
         return new Malformed(text);
+    }
+
+    /** A positive number as encode() writes it (parseInt alone also takes "+1", "01", non-ASCII digits). */
+    private static boolean isCanonicalNumber(String s) {
+        return !s.isEmpty() && s.charAt(0) != '0' && s.chars().allMatch(c -> c >= '0' && c <= '9');
     }
 }

@@ -5,15 +5,20 @@ import java.util.regex.Pattern;
 
 /**
  * The one rule for request ids: they travel inside notifications ({@code <id>:<consumers>:<nonce>},
- * {@code HB:<id>,<id>}), so the separators ':' and ',' and control characters are not allowed, and
- * they are 1-256 characters, not all blank. The HTTP layer validates with {@link #PATTERN} plus
- * not-blank, the loops and the notification parser with {@link #isValid}: the same rule.
+ * {@code HB:<id>,<id>}) as UTF-8, so the separators ':' and ',', control characters and unpaired
+ * surrogates (which UTF-8 cannot carry) are not allowed, and they are 1-256 characters, not all
+ * blank, and not {@code HB} (whose read notification {@code HB:<consumers>} would read as a
+ * heartbeat). The HTTP layer validates with {@link #PATTERN} plus not-blank, the loops and the
+ * notification parser with {@link #isValid}: the same rule.
  */
 public final class RequestIds {
 
     public static final int MAX_LENGTH = 256;
-    /** For bean validation ({@code @Pattern}); {@code \p{Cc}} is exactly {@link Character#isISOControl}. */
-    public static final String PATTERN = "[^:,\\p{Cc}]{1," + MAX_LENGTH + "}";
+    /**
+     * For bean validation ({@code @Pattern}); {@code \p{Cc}} is exactly {@link Character#isISOControl},
+     * {@code \p{Cs}} an unpaired surrogate (java.util.regex matches a paired one as one code point).
+     */
+    public static final String PATTERN = "(?!HB\\z)[^:,\\p{Cc}\\p{Cs}]{1," + MAX_LENGTH + "}";
 
     private static final Pattern VALID = Pattern.compile(PATTERN);
 
@@ -27,7 +32,8 @@ public final class RequestIds {
     public static String require(String id) {
         if (!isValid(id)) {
             throw InvalidInputException.of("request id must be 1.." + MAX_LENGTH
-                    + " printable characters without ':' or ',', got " + (id == null ? "null" : "'" + id + "'"));
+                    + " printable characters without ':' or ',', not HB, got "
+                    + (id == null ? "null" : "'" + id + "'"));
         }
         return id;
     }
