@@ -7,10 +7,12 @@ import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
 import java.util.Map;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
 
 /** Router -> D: pull the KV P describes in {@code kv_transfer_params} (forwarded verbatim) for this prompt. */
 public record PullRequest(
-        @JsonProperty("request_id") @NotBlank @Pattern(regexp = RequestIds.PATTERN) String requestId,
+        @JsonProperty("request_id") @Schema(pattern = RequestIds.SCHEMA_PATTERN,
+                description = RequestIds.SCHEMA_DESCRIPTION) @NotBlank @Pattern(regexp = RequestIds.PATTERN) String requestId,
         String prompt,
         @JsonProperty("token_ids") @JsonDeserialize(using = TokenIdArray.class) int[] tokenIds,
         @JsonProperty("kv_transfer_params") @NotNull Map<String, Object> kvTransferParams) {
