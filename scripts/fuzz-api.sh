@@ -64,11 +64,13 @@ done
 
 echo "fuzz-api: schemathesis $SCHEMATHESIS_VERSION against $base/q/openapi?format=json, seed $seed, $examples examples per operation"
 rc=0
-PD_FUZZ_BASE=$base SCHEMATHESIS_HOOKS=fuzz_api_hooks PYTHONPATH="$root/scripts/fuzz" \
-  timeout 300 "$venv/bin/schemathesis" run "$base/q/openapi?format=json" --url "$base" \
+# From $out: schemathesis keeps its failure cache in ./.schemathesis, which must not outlive the run
+# (a run replays only what its seed generates).
+(cd "$out" && PD_FUZZ_BASE=$base SCHEMATHESIS_HOOKS=fuzz_api_hooks PYTHONPATH="$root/scripts/fuzz" \
+  timeout 300 "$root/$venv/bin/schemathesis" run "$base/q/openapi?format=json" --url "$base" \
   --seed "$seed" --max-examples "$examples" --workers 1 --request-timeout 30 \
   --checks no_server_error,content_type_conformance,response_schema_conformance,no_state_change_on_4xx,nothing_held_after_run \
-  --report junit --report-dir "$out" --no-color || rc=$?
+  --report junit --report-dir . --no-color) || rc=$?
 stop
 if grep -q 'ERROR.*internal-error\|Unhandled' "$out/service.log"; then
   echo "fuzz-api: the service log has internal errors (first lines):" >&2

@@ -22,6 +22,7 @@ BASE = os.environ["PD_FUZZ_BASE"]  # http://127.0.0.1:<port>
 SETTLE_SECONDS = float(os.environ.get("PD_FUZZ_SETTLE_SECONDS", "20"))
 HELD = {"producer": ("blocks_in_use", "slots_in_use", "leases_live"), "consumer": ("blocks_in_use", "pulls_live")}
 _before = {}
+_compared = set()  # 4xx answers compared with the snapshot before them (a set: shrinking replays cases)
 
 
 def held():
@@ -67,6 +68,7 @@ def no_state_change_on_4xx(ctx, response, case):
     if not 400 <= response.status_code < 500 or "held" not in _before:
         return None
     before, after = _before["held"], held()
+    _compared.add((case.operation.label, response.status_code, response.request.url, response.request.body))
     grew = {k: (before[k], after[k]) for k in after if after[k] > before.get(k, 0)}
     if grew:
         raise AssertionError(f"{response.status_code} answer but /v1/status grew (before, after): {grew}")
@@ -87,5 +89,8 @@ class nothing_held_after_run:
             time.sleep(0.5)
             now = held()
         left = {k: v for k, v in now.items() if v}
+        if not _compared:
+            raise AssertionError("no 4xx answer was compared with /v1/status: the before_call hook did not run")
+        print(f"fuzz-api: {len(_compared)} distinct 4xx answers left /v1/status unchanged")
         if left:
             raise AssertionError(f"{SETTLE_SECONDS:.0f} s after the run /v1/status still holds {left}")
