@@ -15,8 +15,9 @@ import org.eclipse.microprofile.openapi.annotations.media.SchemaProperty;
 public record PrefillRequest(
         @JsonProperty("request_id") @Schema(pattern = RequestIds.SCHEMA_PATTERN,
                 description = RequestIds.SCHEMA_DESCRIPTION) @NotBlank @Pattern(regexp = RequestIds.PATTERN) String requestId,
-        String prompt,
-        @JsonProperty("token_ids") @JsonDeserialize(using = TokenIdArray.class) int[] tokenIds,
+        @Schema(minLength = 1, description = "the prompt as text; give exactly one of prompt and token_ids") String prompt,
+        @JsonProperty("token_ids") @Schema(type = SchemaType.ARRAY, implementation = TokenIdSchema.class,
+                minItems = 1, maxItems = TokenIdSchema.MAX_ITEMS) @JsonDeserialize(using = TokenIdArray.class) int[] tokenIds,
         @JsonProperty("kv_transfer_params") @Schema(requiredProperties = "do_remote_decode",
                 properties = @SchemaProperty(name = "do_remote_decode", type = SchemaType.BOOLEAN, enumeration = "true"))
         @NotNull Map<String, Object> kvTransferParams) {

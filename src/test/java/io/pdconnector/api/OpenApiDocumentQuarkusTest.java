@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.pdconnector.protocol.RequestIds;
+import io.pdconnector.reference.TextTokenizer;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
 import java.util.List;
@@ -93,6 +94,19 @@ class OpenApiDocumentQuarkusTest {
         given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "doc-p1", "prompt", "a b", "kv_transfer_params", Map.of("do_remote_decode", false)))
                 .post("/v1/producer/prefill").then().statusCode(400).body("detail", containsString("do_remote_decode"));
+    }
+
+    @Test
+    void tokenIds_areDocumentedAsIdsInTheVocabulary() throws Exception {
+        JsonNode doc = document();
+        for (String schema : List.of("PrefillRequest", "PullRequest")) {
+            JsonNode tokenIds = doc.at("/components/schemas/" + schema + "/properties/token_ids");
+            assertEquals(PromptInput.MAX_TOKENS, tokenIds.path("maxItems").asInt(), schema);
+            assertEquals("#/components/schemas/TokenId", tokenIds.at("/items/$ref").asText(), schema);
+        }
+        JsonNode tokenId = doc.at("/components/schemas/TokenId");
+        assertEquals(0, tokenId.path("minimum").asInt());
+        assertEquals(TextTokenizer.VOCAB - 1, tokenId.path("maximum").asInt());
     }
 
     private static boolean allowsNull(JsonNode property) {
