@@ -2,7 +2,7 @@
 # API fuzzing (issue #12): schemathesis over the service's own OpenAPI document
 # (/q/openapi?format=json), against the packaged jar (target/quarkus-app, built by ./mvnw verify)
 # started on a free 127.0.0.1 port with role both and real NIXL, as scripts/run does.
-# Checks: no 5xx, answers conform to the document (status codes, content types, schemas), a 4xx
+# Checks: no 5xx, every error a problem document with a reason and a sentence, answers conform to the document (status codes, content types, schemas), a 4xx
 # changes nothing (/v1/status compared before and after each 4xx), and nothing is held after the
 # run once the fuzz configuration's short lease, reservation and retention have expired
 # (scripts/fuzz/fuzz_api_hooks.py). Seeded, so a failure replays with the same command; the seed, the
@@ -69,7 +69,7 @@ rc=0
 (cd "$out" && PD_FUZZ_BASE=$base SCHEMATHESIS_HOOKS=fuzz_api_hooks PYTHONPATH="$root/scripts/fuzz" \
   timeout 300 "$root/$venv/bin/schemathesis" run "$base/q/openapi?format=json" --url "$base" \
   --seed "$seed" --max-examples "$examples" --workers 1 --request-timeout 30 \
-  --checks no_server_error,content_type_conformance,response_schema_conformance,no_state_change_on_4xx,nothing_held_after_run \
+  --checks no_server_error,errors_are_problems,content_type_conformance,response_schema_conformance,no_state_change_on_4xx,nothing_held_after_run \
   --report junit --report-dir . --no-color) || rc=$?
 stop
 if grep -q 'ERROR.*internal-error\|Unhandled' "$out/service.log"; then

@@ -6,6 +6,9 @@
 - no_server_error: not_a_server_error, except the documented capacity answer: a 503 no-free-blocks or
   queue-full with Retry-After (the fuzzer's reservations hold blocks until they time out, so the pool
   does fill up; that answer is the service working as documented, not a fault).
+- errors_are_problems: every 4xx and 5xx is a problem document (application/problem+json) with a
+  reason and a detail sentence (the document lists no error answers, so schemathesis's own content
+  type and schema checks do not look at them).
 - no_state_change_on_4xx: a 4xx answer must leave nothing held that was not held before the call
   (blocks, slots, leases, pulls; compared with the snapshot taken just before the call, one worker).
 - nothing_held_after_run: after the run, once the short leases, reservations and retention of the
@@ -60,6 +63,26 @@ def no_server_error(ctx, response, case):
         if reason in CAPACITY:
             return None
     raise AssertionError(f"server error {response.status_code}: {response.content[:500]!r}")
+
+
+@schemathesis.check
+def errors_are_problems(ctx, response, case):
+    """An error answer is problem JSON with a reason token and a detail sentence."""
+    if response.status_code < 400:
+        return None
+    content_type = ",".join(response.headers.get("content-type", []))
+    if "application/problem+json" not in content_type:
+        raise AssertionError(f"{response.status_code} answer is not a problem document: content type "
+                             f"{content_type or 'none'}, body {response.content[:200]!r}")
+    try:
+        problem = json.loads(response.content)
+    except ValueError:
+        raise AssertionError(f"{response.status_code} problem is not JSON: {response.content[:200]!r}") from None
+    if not isinstance(problem, dict) or not problem.get("reason") or not problem.get("detail"):
+        raise AssertionError(f"{response.status_code} problem without reason or detail: {response.content[:300]!r}")
+    if problem["detail"].startswith("HTTP "):
+        raise AssertionError(f"{response.status_code} problem whose detail says nothing: {problem['detail']!r}")
+    return None
 
 
 @schemathesis.check
