@@ -4,6 +4,7 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.controlplane.PeerDirectory;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -22,6 +23,8 @@ import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.resteasy.reactive.server.core.CurrentRequestManager;
 import org.jboss.resteasy.reactive.server.spi.ServerHttpResponse;
@@ -66,7 +69,9 @@ public class ConsumerResource {
     @Path("/requests/{id}/kv")
     @Produces(MediaType.APPLICATION_OCTET_STREAM)
     @Operation(summary = "The pulled KV bytes (per block, each rank's slice in rank order); then releases D's blocks")
-    public Response readKv(@PathParam("id") String id) {
+    public Response readKv(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         ConsumerFacade consumer = consumer();
         byte[] kv = consumer.readKv(id);
         CRC32C crc = new CRC32C();
@@ -78,14 +83,18 @@ public class ConsumerResource {
     @GET
     @Path("/requests/{id}")
     @Operation(summary = "Where a pull is: state, reason, time to its deadline, local blocks")
-    public PullStatusResponse status(@PathParam("id") String id) {
+    public PullStatusResponse status(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         return PullStatusResponse.of(consumer().status(id));
     }
 
     @DELETE
     @Path("/requests/{id}")
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
-    public void release(@PathParam("id") String id) {
+    public void release(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         consumer().abort(id);
     }
 

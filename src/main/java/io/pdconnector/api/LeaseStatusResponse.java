@@ -5,6 +5,7 @@ import io.pdconnector.producer.LeaseStatus;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
 
 /**
  * One request on P. {@code state}: writing (reserved, its engine has not finished), exported, or
@@ -17,10 +18,10 @@ public record LeaseStatusResponse(
         @JsonProperty("request_id") String requestId,
         String state,
         @JsonProperty("num_tokens") int numTokens,
-        Integer slot,
-        Long nonce,
-        @JsonProperty("expires_in_ms") Long expiresInMs,
-        @JsonProperty("finish_deadline_in_ms") Long finishDeadlineInMs,
+        @Schema(nullable = true) Integer slot,
+        @Schema(nullable = true) Long nonce,
+        @JsonProperty("expires_in_ms") @Schema(nullable = true) Long expiresInMs,
+        @JsonProperty("finish_deadline_in_ms") @Schema(nullable = true) Long finishDeadlineInMs,
         @JsonProperty("block_ids") List<Integer> blockIds,
         @JsonProperty("ranks_finished") int ranksFinished,
         @JsonProperty("tp_size") int tpSize) {

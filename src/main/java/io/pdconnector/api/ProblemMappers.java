@@ -1,5 +1,8 @@
 package io.pdconnector.api;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.PdException;
@@ -9,6 +12,7 @@ import io.pdconnector.error.UnavailableException;
 import io.pdconnector.error.UnknownRequestException;
 import jakarta.validation.ConstraintViolationException;
 import jakarta.ws.rs.WebApplicationException;
+import jakarta.ws.rs.core.Request;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
 import java.util.Comparator;
@@ -54,14 +58,39 @@ public class ProblemMappers {
         return respond(Problem.of(400, "validation-failed", "Invalid request", detail).withViolations(violations), uri);
     }
 
+    /**
+     * A body that is not JSON, or JSON of the wrong shape for the endpoint (a field of the wrong type,
+     * token_ids [false]): Jackson's exceptions are IOExceptions, which would otherwise get Quarkus's
+     * default answer (400 without a body in production).
+     */
     @ServerExceptionMapper
-    public Response web(WebApplicationException e, UriInfo uri) {
+    public Response json(JsonProcessingException e, UriInfo uri) {
+        return respond(Problem.of(400, "malformed-request", "Bad Request", unreadable(e)), uri);
+    }
+
+    /** As {@link #json}, ahead of Quarkus's own mapper for this subtype (which answers 400 without a problem). */
+    @ServerExceptionMapper
+    public Response mismatched(MismatchedInputException e, UriInfo uri) {
+        return json(e, uri);
+    }
+
+    @ServerExceptionMapper
+    public Response web(WebApplicationException e, UriInfo uri, Request request) {
+        if (e.getCause() instanceof JsonProcessingException j && e.getResponse().getStatus() == 400) {
+            return json(j, uri);
+        }
         int status = e.getResponse().getStatus();
         String reason = status == 400 ? "malformed-request" : status == 404 ? "not-found"
                 : status == 405 ? "method-not-allowed" : status == 413 ? BodyLimits.REASON
                 : status == 415 ? "unsupported-media-type" : "http-" + status;
-        return respond(Problem.of(status, reason, e.getResponse().getStatusInfo().getReasonPhrase(),
-                e.getMessage() == null ? "HTTP " + status : e.getMessage()), uri);
+        String detail = e.getMessage() == null || e.getMessage().startsWith("HTTP " + status) ? switch (status) {
+            case 400 -> "the request could not be read";
+            case 404 -> "there is nothing at this path";
+            case 405 -> "this path does not take " + (request == null ? "this method" : request.getMethod());
+            case 415 -> "this path does not take this content type";
+            default -> "HTTP " + status;
+        } : e.getMessage();
+        return respond(Problem.of(status, reason, e.getResponse().getStatusInfo().getReasonPhrase(), detail), uri);
     }
 
     @ServerExceptionMapper(priority = 10_000)
@@ -69,6 +98,27 @@ public class ProblemMappers {
         LOG.error("unexpected failure serving " + (uri == null ? "a request" : uri.getPath()), e);
         return respond(Problem.of(500, "internal-error", "Internal error",
                 "the service failed unexpectedly; the log has the details"), uri);
+    }
+
+    /** What is wrong with an unreadable body, in one sentence: the field (JSON path) and Jackson's reason, bounded. */
+    static String unreadable(JsonProcessingException e) {
+        String where = "";
+        if (e instanceof JsonMappingException m && !m.getPath().isEmpty()) {
+            StringBuilder path = new StringBuilder();
+            for (JsonMappingException.Reference r : m.getPath()) {
+                if (r.getFieldName() != null) {
+                    path.append(path.isEmpty() ? "" : ".").append(r.getFieldName());
+                } else if (r.getIndex() >= 0) {
+                    path.append('[').append(r.getIndex()).append(']');
+                }
+            }
+            where = path.isEmpty() ? "" : " at " + path;
+        }
+        String why = e.getOriginalMessage() == null ? "unreadable" : e.getOriginalMessage().strip();
+        int newline = why.indexOf('\n');
+        why = newline < 0 ? why : why.substring(0, newline);
+        why = why.length() > 200 ? why.substring(0, 200) + "..." : why;
+        return "the body is not the JSON this endpoint takes" + where + ": " + why;
     }
 
     private static Response retryLater(Problem p, UriInfo uri) {

@@ -3,6 +3,7 @@ package io.pdconnector.api;
 import io.pdconnector.producer.ProducerFacade;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -20,6 +21,8 @@ import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
 import java.util.Map;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
 /**
@@ -67,7 +70,9 @@ public class ProducerResource {
     @Consumes(MediaType.APPLICATION_OCTET_STREAM)
     @Operation(summary = "Upload a reserved request's KV (for each block, each rank's slice in rank order); "
             + "only before finish, exactly upload_bytes long")
-    public void upload(@PathParam("id") String id, byte[] kv) {
+    public void upload(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id, byte[] kv) {
         producer().writeKv(id, kv);
     }
 
@@ -76,7 +81,9 @@ public class ProducerResource {
     @Consumes(MediaType.WILDCARD) // an engine finishes with an empty POST, which carries no content type
     @Operation(summary = "The engine wrote the KV: export the lease (slot written on every rank) and return "
             + "kv_transfer_params; once only")
-    public PrefillResponse finish(@PathParam("id") String id) {
+    public PrefillResponse finish(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         KvTransferParams params = producer().finish(id);
         return new PrefillResponse(id, params.remoteNumTokens(), params.toMap());
     }
@@ -84,7 +91,9 @@ public class ProducerResource {
     @GET
     @Path("/requests/{id}")
     @Operation(summary = "Where a request's lease is: state, slot, nonce, time left, blocks, ranks finished")
-    public LeaseStatusResponse status(@PathParam("id") String id) {
+    public LeaseStatusResponse status(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         return LeaseStatusResponse.of(producer().status(id));
     }
 
@@ -92,7 +101,9 @@ public class ProducerResource {
     @Path("/requests/{id}")
     @Operation(summary = "Abort (a reserved request too): zero the request's slots, then free its blocks; "
             + "a late reader is declined")
-    public void abort(@PathParam("id") String id) {
+    public void abort(
+            @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         producer().abort(id);
     }
 

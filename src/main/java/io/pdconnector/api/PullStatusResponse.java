@@ -5,6 +5,7 @@ import io.pdconnector.consumer.PullStatus;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
 
 /**
  * One pull on D. {@code state}: queued, reading, checking_slots, received or recomputed (a declined
@@ -14,9 +15,9 @@ import java.util.Locale;
 public record PullStatusResponse(
         @JsonProperty("request_id") String requestId,
         String state,
-        String reason,
-        @JsonProperty("deadline_in_ms") Long deadlineInMs,
-        @JsonProperty("local_blocks") List<Integer> localBlocks) {
+        @Schema(nullable = true) String reason,
+        @JsonProperty("deadline_in_ms") @Schema(nullable = true) Long deadlineInMs,
+        @JsonProperty("local_blocks") @Schema(nullable = true) List<Integer> localBlocks) {
 
     static PullStatusResponse of(PullStatus s) {
         return new PullStatusResponse(s.requestId(), s.state().name().toLowerCase(Locale.ROOT),

@@ -20,6 +20,16 @@ public final class RequestIds {
      */
     public static final String PATTERN = "(?!HB\\z)[^:,\\p{Cc}\\p{Cs}]{1," + MAX_LENGTH + "}";
 
+    /**
+     * The same rule for the OpenAPI document, in the regex dialect JSON Schema uses (ECMA-262: no
+     * {@code \p{..}} classes, no {@code \z}): 1-256 characters, no ':' or ',', no control character.
+     * Not blank, not {@code HB} and no unpaired surrogate are in the description; {@link #PATTERN}
+     * enforces all of it.
+     */
+    public static final String SCHEMA_PATTERN = "^[^:,\\u0000-\\u001f\\u007f-\\u009f]{1," + MAX_LENGTH + "}$";
+    public static final String SCHEMA_DESCRIPTION = "1-256 characters, not all blank, without ':', ',', control"
+            + " characters or unpaired surrogates, and not HB (request ids travel inside NIXL notifications)";
+
     private static final Pattern VALID = Pattern.compile(PATTERN);
 
     private RequestIds() {
