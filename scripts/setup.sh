@@ -20,6 +20,10 @@ command -v spin >/dev/null || missing+=(spin)
 if command -v python3 >/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
   missing+=(python3-pip)
 fi
+# scripts/fuzz-api.sh installs schemathesis into a venv; Debian's python3 needs python3-venv for that.
+if command -v python3 >/dev/null && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
