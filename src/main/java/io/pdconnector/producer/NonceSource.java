@@ -1,6 +1,5 @@
 package io.pdconnector.producer;
 
-import io.pdconnector.protocol.Nonces;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
@@ -18,7 +17,6 @@ import java.nio.file.StandardOpenOption;
  */
 public final class NonceSource {
 
-    public static final long LIMIT = Nonces.LIMIT;
     static final int DEFAULT_COUNTER_BITS = 32;
     private static final String FILE = "nonce-epoch";
 

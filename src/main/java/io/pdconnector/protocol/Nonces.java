@@ -2,11 +2,10 @@ package io.pdconnector.protocol;
 
 /**
  * Lease nonces on the wire: positive and below 2^53, so every JSON parser (a JavaScript router's
- * too) keeps them exact; 0 means "no nonce" (an unverified read notification, L10).
+ * too) keeps them exact. 0 is {@link LeaseNotification#NO_NONCE}: an unverified read notification (L10).
  */
 public final class Nonces {
 
-    public static final long NONE = 0;
     public static final long LIMIT = 1L << 53;
 
     private Nonces() {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.protocol.Nonces;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -23,7 +24,7 @@ class NonceSourceTest {
             NonceSource nonces = new NonceSource(dir);
             for (int i = 0; i < 500; i++) {
                 long n = nonces.next();
-                assertTrue(n > 0 && n < NonceSource.LIMIT, "nonce " + n + " out of (0, 2^53)");
+                assertTrue(n > 0 && n < Nonces.LIMIT, "nonce " + n + " out of (0, 2^53)");
                 assertTrue(seen.add(n), "nonce " + n + " repeated after restart " + restart);
             }
         }

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
@@ -12,25 +11,8 @@ import org.junit.jupiter.api.Test;
 
 class KvTransferParamsTest {
 
-    private static Map<String, Object> valid() {
-        Map<String, Object> m = new HashMap<>();
-        m.put("do_remote_prefill", true);
-        m.put("do_remote_decode", false);
-        m.put("remote_engine_id", "p");
-        m.put("remote_request_id", "req-1");
-        m.put("remote_block_ids", List.of(List.of(3, 4)));
-        m.put("remote_host", "10.0.0.1");
-        m.put("remote_port", 8080);
-        m.put("tp_size", 2);
-        m.put("remote_num_tokens", 20);
-        m.put("transfer_mode", "pull");
-        m.put("remote_lease_slot", 5);
-        m.put("remote_lease_nonce", (1L << 53) - 1);
-        return m;
-    }
-
     private static String rejection(Consumer<Map<String, Object>> edit) {
-        Map<String, Object> m = valid();
+        Map<String, Object> m = ProtocolGenerators.validMap();
         edit.accept(m);
         return assertThrows(InvalidKvTransferParamsException.class,
                 () -> KvTransferParams.fromMap(m).validateForPull()).getMessage();
@@ -38,7 +20,7 @@ class KvTransferParamsTest {
 
     @Test
     void roundTripsVllmFieldNamesAndKeepsUnknownFields() {
-        Map<String, Object> m = valid();
+        Map<String, Object> m = ProtocolGenerators.validMap();
         m.put("router_hint", "keep-me");
 
         KvTransferParams p = KvTransferParams.fromMap(m).validateForPull();
@@ -71,7 +53,7 @@ class KvTransferParamsTest {
 
     @Test
     void paramsWithoutLeaseFieldsAreValidButCarryNoLease() {
-        Map<String, Object> m = valid();
+        Map<String, Object> m = ProtocolGenerators.validMap();
         m.remove("remote_lease_slot");
         m.remove("remote_lease_nonce");
 
