@@ -1,0 +1,93 @@
+package io.pdconnector.controlplane;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.protocol.HandshakeMetadata;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.regex.Pattern;
+
+/**
+ * Records as bytes in a store and back. Whatever a store hands over is checked before anyone uses it:
+ * bounded size, a well-formed engine id and address, ranks that name their own engine in rank order.
+ */
+public final class RecordCodec {
+
+    /** A record is a few KiB per rank (NIXL metadata); anything near this is not a record. */
+    public static final int MAX_RECORD_BYTES = 1 << 20;
+    private static final Pattern ENGINE_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+    private static final Pattern EPOCH = Pattern.compile("[A-Za-z0-9-]{1,64}");
+    private static final Pattern HOST = Pattern.compile("[A-Za-z0-9.:\\[\\]-]{1,255}");
+
+    private final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES,
+            false);
+
+    public byte[] encode(InstanceRecord record) {
+        try {
+            return json.writeValueAsBytes(record);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("record of " + record.engineId() + " cannot be written", e);
+        }
+    }
+
+    /** The record in {@code bytes}; {@link InvalidRecordException} says what is wrong with it. */
+    public InstanceRecord decode(byte[] bytes) {
+        if (bytes.length > MAX_RECORD_BYTES) {
+            throw new InvalidRecordException("record of " + bytes.length + " bytes, more than " + MAX_RECORD_BYTES);
+        }
+        InstanceRecord r;
+        try {
+            r = json.readValue(bytes, InstanceRecord.class);
+        } catch (IOException | RuntimeException e) {
+            throw new InvalidRecordException("not a record: " + firstLine(e.getMessage()));
+        }
+        return check(r);
+    }
+
+    public String toText(InstanceRecord record) {
+        return new String(encode(record), StandardCharsets.UTF_8);
+    }
+
+    static InstanceRecord check(InstanceRecord r) {
+        if (!ENGINE_ID.matcher(r.engineId()).matches()) {
+            throw new InvalidRecordException("engine id " + abbreviate(r.engineId()) + " is not [A-Za-z0-9._-]{1,64}");
+        }
+        if (!EPOCH.matcher(r.epoch()).matches() || !HOST.matcher(r.host()).matches() || r.port() < 1
+                || r.port() > 65535) {
+            throw new InvalidRecordException("record of " + r.engineId() + " has a malformed epoch or address");
+        }
+        if (!List.of("producer", "consumer", "both").contains(r.role())) {
+            throw new InvalidRecordException("record of " + r.engineId() + " has role " + abbreviate(r.role()));
+        }
+        List<HandshakeMetadata> ranks = r.ranks();
+        for (int i = 0; i < ranks.size(); i++) {
+            HandshakeMetadata m = ranks.get(i);
+            if (m == null || !m.engineId().equals(r.engineId()) || m.rank() != i || m.tpSize() != ranks.size()) {
+                throw new InvalidRecordException("record of " + r.engineId() + " has rank " + i
+                        + " that is not its own rank " + i + " of " + ranks.size());
+            }
+        }
+        return r;
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() <= 80 ? "'" + s + "'" : "'" + s.substring(0, 80) + "...'";
+    }
+
+    private static String firstLine(String message) {
+        if (message == null) {
+            return "unreadable";
+        }
+        String line = message.lines().findFirst().orElse("");
+        return line.length() <= 200 ? line : line.substring(0, 200);
+    }
+
+    /** A store held something that is not a valid record; it is counted and ignored. */
+    public static final class InvalidRecordException extends RuntimeException {
+        public InvalidRecordException(String message) {
+            super(message);
+        }
+    }
+}
