@@ -34,7 +34,7 @@ class ArchitectureTest {
             Map.entry("health", Set.of("runtime", "controlplane", "config", "protocol", "loop", "transfer")),
             Map.entry("runtime", Set.of("metrics", "controlplane", "producer", "consumer", "config", "protocol",
                     "reference", "kv", "loop", "memory", "error", "nixl", "transfer")),
-            Map.entry("metrics", Set.of("producer", "consumer", "config", "loop")),
+            Map.entry("metrics", Set.of("controlplane", "producer", "consumer", "config", "loop")),
             Map.entry("controlplane", Set.of("config", "protocol", "kv", "error")),
             Map.entry("producer", Set.of("config", "protocol", "reference", "kv", "loop", "memory", "error",
                     "transfer")),

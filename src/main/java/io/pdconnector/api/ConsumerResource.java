@@ -2,7 +2,7 @@ package io.pdconnector.api;
 
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.controlplane.Registry;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.runtime.ConnectorRuntime;
@@ -37,11 +37,11 @@ import org.jboss.resteasy.reactive.server.spi.ServerHttpResponse;
 public class ConsumerResource {
 
     private final ConnectorRuntime runtime;
-    private final PeerDirectory peers;
+    private final Registry registry;
 
-    public ConsumerResource(ConnectorRuntime runtime, PeerDirectory peers) {
+    public ConsumerResource(ConnectorRuntime runtime) {
         this.runtime = runtime;
-        this.peers = peers;
+        this.registry = runtime.registry();
     }
 
     @POST
@@ -51,9 +51,8 @@ public class ConsumerResource {
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
-        peers.ensure(params); // a first contact's handshake is not part of pull_ms; the pull's own ensure is a lookup
         long start = System.nanoTime();
-        PullOutcome outcome = RemotePull.pull(peers, consumer, request.requestId(), tokens, params,
+        PullOutcome outcome = RemotePull.pull(registry, consumer, request.requestId(), tokens, params,
                 ConsumerResource::cancelWhenClientGoes);
         double millis = (System.nanoTime() - start) / 1e6;
         int[] blocks = outcome.localBlockIds();

@@ -10,7 +10,10 @@ import java.util.List;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
-/** The embedded control plane's answer to a decoder: this producer's per-rank handshake metadata. */
+/**
+ * This producer's per-rank handshake metadata, for operators and tools; decoders take it from the
+ * registry record ({@code /v1/registry/self}), never from an address a request names.
+ */
 @Path("/v1/handshake")
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "control plane")
@@ -28,7 +31,10 @@ public class HandshakeResource {
         if (!runtime.config().role().producer()) {
             throw ProblemException.roleNotServed("producer");
         }
-        return runtime.registry().lookup(runtime.config().engineId())
-                .orElseThrow(() -> new IllegalStateException("the producer has not published its metadata"));
+        List<HandshakeMetadata> ranks = runtime.registry().self().ranks();
+        if (ranks.isEmpty()) {
+            throw new IllegalStateException("the producer has not published its metadata");
+        }
+        return ranks;
     }
 }

@@ -8,6 +8,7 @@ import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.PdException;
 import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UntrustedPeerException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.error.UnknownRequestException;
 import jakarta.validation.ConstraintViolationException;
@@ -40,6 +41,7 @@ public class ProblemMappers {
             case UnknownRequestException u -> Problem.of(404, u.reason(), "Unknown request", u.getMessage());
             case StateConflictException s -> Problem.of(409, s.reason(), "Request in the wrong state", s.getMessage());
             case IncompatiblePeerException i -> Problem.of(422, i.reason(), "Incompatible peer", i.getMessage());
+            case UntrustedPeerException t -> Problem.of(409, t.reason(), "Untrusted peer", t.getMessage());
             case PeerFailureException f -> Problem.of(502, f.reason(), "Peer unreachable", f.getMessage());
             case UnavailableException u -> Problem.of(503, u.reason(), "Unavailable", u.getMessage());
         };

@@ -1,7 +1,7 @@
 package io.pdconnector.api;
 
 import io.pdconnector.consumer.ConsumerFacade;
-import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.controlplane.Registry;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.producer.ProducerFacade;
@@ -22,11 +22,11 @@ import jakarta.enterprise.context.ApplicationScoped;
 class ReferenceGeneration {
 
     private final ConnectorRuntime runtime;
-    private final PeerDirectory peers;
+    private final Registry registry;
 
-    ReferenceGeneration(ConnectorRuntime runtime, PeerDirectory peers) {
+    ReferenceGeneration(ConnectorRuntime runtime) {
         this.runtime = runtime;
-        this.peers = peers;
+        this.registry = runtime.registry();
     }
 
     Generation generate(String requestId, int[] prompt, OpenAiRequest request) {
@@ -70,7 +70,7 @@ class ReferenceGeneration {
     private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
         ConsumerFacade consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
         try {
-            RemotePull.pull(peers, consumer, requestId, prompt, params);
+            RemotePull.pull(registry, consumer, requestId, prompt, params);
         } catch (UnavailableException e) {
             if (e.deadlineExceeded()) {
                 // The pull may still be decided later; a router has no way to release it through this API.

@@ -4,40 +4,37 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.controlplane.PeerDirectory;
+import io.pdconnector.controlplane.Registry;
 import io.pdconnector.protocol.KvTransferParams;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
 
 /**
- * A pull as every D-side API does it: the peer's metadata first, the pull, a fresh handshake next
- * time if the transfer itself failed (the peer may have restarted), and a decline as a 409 problem
- * with the machine-readable reason. A received or recomputed pull holds D's blocks until released.
+ * A pull as every D-side API does it: the registry vouches for the producer at the address the
+ * params give (else 409 unknown_peer or peer_mismatch, and nothing is contacted), the pull, and a
+ * decline as a 409 problem with the machine-readable reason. A received or recomputed pull holds D's blocks until released.
  */
 final class RemotePull {
 
     private RemotePull() {
     }
 
-    static PullOutcome pull(PeerDirectory peers, ConsumerFacade consumer, String requestId, int[] tokens,
+    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params) {
-        return pull(peers, consumer, requestId, tokens, params, submitted -> { });
+        return pull(registry, consumer, requestId, tokens, params, submitted -> { });
     }
 
     /**
      * As above; {@code submitted} gets the pull's future as soon as it is queued, so the caller can
      * cancel it when its own client goes away (the loop then aborts the pull).
      */
-    static PullOutcome pull(PeerDirectory peers, ConsumerFacade consumer, String requestId, int[] tokens,
+    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, Consumer<Future<?>> submitted) {
-        peers.ensure(params);
+        registry.requireTrusted(params);
         CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
         submitted.accept(pull);
         PullOutcome outcome = consumer.await(pull, requestId);
-        if (outcome.reason() == DeclineReason.TRANSFER_FAILED || outcome.reason() == DeclineReason.SLOT_READ_FAILED) {
-            peers.refresh(params.remoteEngineId());
-        }
         if (outcome.state() == PullState.DECLINED) {
             throw declined(outcome);
         }
@@ -59,6 +56,8 @@ final class RemotePull {
             case TRANSFER_FAILED -> "a block READ failed";
             case TIMEOUT -> "the pull was not decided before its deadline";
             case ABORTED -> "the pull was aborted";
+            case PEER_RESTARTED -> "the producer restarted before the KV was verified; prefill again";
+            case PEER_GONE -> "the producer left the registry before the KV was verified; prefill again";
         };
     }
 }

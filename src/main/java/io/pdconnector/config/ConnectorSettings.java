@@ -52,6 +52,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .slotChecksPerRead(c.slotChecksPerRead())
                 .maxPeerBlocks(c.maxPeerBlocks())
                 .maxPeerDescriptors(c.maxPeerDescriptors())
+                .maxPeers(c.maxPeers())
                 .commandQueueCapacity(pd.http().queueCapacity())
                 .build();
     }

@@ -22,6 +22,7 @@ public record ConsumerConfig(
         int slotChecksPerRead,
         int maxPeerBlocks,
         int maxPeerDescriptors,
+        int maxPeers,
         int commandQueueCapacity) implements InstanceScoped {
 
     /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
@@ -35,6 +36,7 @@ public record ConsumerConfig(
         Require.positive("slotChecksPerRead", slotChecksPerRead);
         Require.positive("maxPeerBlocks", maxPeerBlocks);
         Require.positive("maxPeerDescriptors", maxPeerDescriptors);
+        Require.positive("maxPeers", maxPeers);
         Require.positive("commandQueueCapacity", commandQueueCapacity);
         Require.positive("heartbeatInterval", heartbeatInterval);
         Require.positive("pullTimeout", pullTimeout);
@@ -73,6 +75,7 @@ public record ConsumerConfig(
         private int slotChecksPerRead = 64;
         private int maxPeerBlocks = 1 << 20;
         private int maxPeerDescriptors = 1 << 22;
+        private int maxPeers = 64;
         private int commandQueueCapacity = 1024;
 
         private Builder(String engineId) {
@@ -140,6 +143,12 @@ public record ConsumerConfig(
         }
 
         /** Most descriptors one list prepared for a peer may hold (blocks x runs, or lease slots). */
+        /** pd.consumer.max-peers: producers kept handshaken at once. */
+        public Builder maxPeers(int peers) {
+            this.maxPeers = peers;
+            return this;
+        }
+
         public Builder maxPeerDescriptors(int descriptors) {
             this.maxPeerDescriptors = descriptors;
             return this;
@@ -153,7 +162,7 @@ public record ConsumerConfig(
         public ConsumerConfig build() {
             return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
                     failurePolicy, heartbeatInterval, pullTimeout, retention, slotReadSpins, slotChecksPerRead,
-                    maxPeerBlocks, maxPeerDescriptors, commandQueueCapacity);
+                    maxPeerBlocks, maxPeerDescriptors, maxPeers, commandQueueCapacity);
         }
     }
 }

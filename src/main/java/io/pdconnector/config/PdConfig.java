@@ -260,9 +260,6 @@ public interface PdConfig {
         /** Bounded command queue of each step loop; full answers 503 with Retry-After. */
         @WithDefault("1024") @Min(1) int queueCapacity();
 
-        /** Deadline of the handshake fetch from a peer. */
-        @WithDefault("5s")
-        Duration handshakeTimeout();
 
         /**
          * Largest JSON request body (prefill, pull, reserve, completions, chat; default 4M, room for the

@@ -2,6 +2,7 @@ package io.pdconnector.consumer;
 
 import io.pdconnector.loop.LoopCommand;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.ProducerIncarnation;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -31,6 +32,14 @@ sealed interface ConsumerCommand extends LoopCommand {
     }
 
     record Status(String requestId, CompletableFuture<PullStatus> reply) implements ConsumerCommand {
+    }
+
+    /** The registry announced a producer's (new) incarnation: handshake with it now, off any pull's path. */
+    record PeerAnnounced(ProducerIncarnation incarnation, CompletableFuture<Void> reply) implements ConsumerCommand {
+    }
+
+    /** The registry no longer lists the producer: drop what D loaded for it. */
+    record PeerWithdrawn(String engineId, CompletableFuture<Void> reply) implements ConsumerCommand {
     }
 
     record Snapshot(CompletableFuture<ConsumerSnapshot> reply) implements ConsumerCommand {

@@ -19,10 +19,13 @@ final class ConsumerCommandHandler {
     private final Arrival arrival;
     private final Decider decider;
     private final KvReadout readout;
+    private final PeerHandshake handshake;
 
-    ConsumerCommandHandler(ConsumerState state, Arrival arrival, Decider decider, KvReadout readout) {
+    ConsumerCommandHandler(ConsumerState state, Arrival arrival, PeerHandshake handshake, Decider decider,
+            KvReadout readout) {
         this.state = state;
         this.arrival = arrival;
+        this.handshake = handshake;
         this.decider = decider;
         this.readout = readout;
     }
@@ -56,6 +59,8 @@ final class ConsumerCommandHandler {
                     answer(c.reply(), () -> readout.checksum(state.known(c.requestId())));
             case ConsumerCommand.Status s -> answer(s.reply(), () -> state.known(s.requestId()).status(now));
             case ConsumerCommand.Snapshot s -> s.reply().complete(state.snapshot());
+            case ConsumerCommand.PeerAnnounced a -> answer(a.reply(), () -> handshake.announced(a.incarnation()));
+            case ConsumerCommand.PeerWithdrawn w -> answer(w.reply(), () -> handshake.withdrawn(w.engineId()));
         }
     }
 

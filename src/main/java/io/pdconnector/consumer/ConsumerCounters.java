@@ -16,6 +16,12 @@ public final class ConsumerCounters {
     public final AtomicLong notificationsSent = new AtomicLong();
     public final AtomicLong notificationFailures = new AtomicLong();
     public final AtomicLong handshakes = new AtomicLong();
+    /** Handshakes a pull had to wait for (the registry's announcement had not reached the loop yet). */
+    public final AtomicLong handshakesOnPull = new AtomicLong();
+    /** Producers refused at handshake: incompatible, over the limits, or claiming another engine's agent. */
+    public final AtomicLong peersRefused = new AtomicLong();
+    /** Handshaken producers dropped to keep at most pd.consumer.max-peers. */
+    public final AtomicLong peersEvicted = new AtomicLong();
     /** Pulls failed by an unexpected exception in the step (a bug), answered 500; the loop went on. */
     public final AtomicLong pullsFailed = new AtomicLong();
     /** Decided pulls released by D after {@code pd.consumer.retention} because nobody read or released them. */

@@ -5,6 +5,7 @@ import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.protocol.RequestIds;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -54,6 +55,20 @@ public final class ConsumerFacade {
         } finally {
             pull.cancel(false); // no effect once answered; otherwise the loop aborts the pull
         }
+    }
+
+    /**
+     * The registry announced a producer's incarnation: the loop handshakes with it (loads its
+     * metadata, prepares its lists) before a pull needs it; a new epoch replaces the old one. The
+     * future fails if the producer is refused (incompatible, or claiming another engine's agent).
+     */
+    public CompletableFuture<Void> submitAnnounced(ProducerIncarnation incarnation) {
+        return commands.submit(reply -> new ConsumerCommand.PeerAnnounced(incarnation, reply));
+    }
+
+    /** The registry no longer lists the producer: its undecided pulls are declined peer_gone. */
+    public CompletableFuture<Void> submitWithdrawn(String engineId) {
+        return commands.submit(reply -> new ConsumerCommand.PeerWithdrawn(engineId, reply));
     }
 
     /** Declines an undecided pull as aborted (P is not told it was read); releases a decided one. */

@@ -28,7 +28,8 @@ final class ConsumerState {
     final ReferenceEngine reference;
     /** Filled when the loop opens; handshaken peers keep this list, so it is never replaced. */
     final List<ConsumerRank> ranks = new ArrayList<>();
-    final Map<String, RemotePeer> peers = new LinkedHashMap<>();
+    /** In access order: the first is the least recently used, the one evicted at pd.consumer.max-peers. */
+    final Map<String, RemotePeer> peers = new LinkedHashMap<>(16, 0.75f, true);
     final Map<String, Pull> pulls = new LinkedHashMap<>();
     final ArrayDeque<Pull> queued = new ArrayDeque<>();
     final List<Pull> reading = new ArrayList<>();

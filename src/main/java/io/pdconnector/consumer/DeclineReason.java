@@ -7,7 +7,11 @@ public enum DeclineReason {
     NO_LEASE("no_lease", true),
     TRANSFER_FAILED("transfer_failed", false),
     TIMEOUT("timeout", false),
-    ABORTED("aborted", false);
+    ABORTED("aborted", false),
+    /** The producer restarted (a new epoch) before the pull was decided: its old memory is gone. */
+    PEER_RESTARTED("peer_restarted", false),
+    /** The producer left the registry (withdrawn, or its record expired) before the pull was decided. */
+    PEER_GONE("peer_gone", false);
 
     private final String wire;
     private final boolean leaseCheckFailure;

@@ -57,8 +57,9 @@ public final class PullScheduler implements StepWorker {
         this.notices = new NotificationOutbox(state);
         Decider decider = new Decider(state, notices);
         this.decider = decider;
-        this.handler = new ConsumerCommandHandler(state,
-                new Arrival(state, new PeerHandshake(state, registry, decider), decider), decider, new KvReadout(state));
+        PeerHandshake handshake = new PeerHandshake(state, registry, decider);
+        this.handler = new ConsumerCommandHandler(state, new Arrival(state, handshake, decider), handshake, decider,
+                new KvReadout(state));
         this.reads = new ReadPoller(state, decider);
         this.slots = new SlotChecker(state, decider);
         this.starter = new PullStarter(state, decider);

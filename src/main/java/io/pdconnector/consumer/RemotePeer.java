@@ -4,17 +4,19 @@ import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.kv.HeadSlice;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.kv.TpMapping;
+import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * A prefill engine D has handshaken with: its metadata loaded on the decode ranks that read it, and
@@ -23,6 +25,7 @@ import java.util.Set;
 final class RemotePeer {
 
     private final String engineId;
+    private final String epoch;
     private final List<HandshakeMetadata> ranks;
     private final TpMapping mapping;
     private final List<SliceChannel> slices = new ArrayList<>();
@@ -32,21 +35,27 @@ final class RemotePeer {
     private final List<ConsumerRank> decodeRanks;
     private final Set<Pull> undecided = new LinkedHashSet<>();
     private long nextHeartbeatAt = Long.MAX_VALUE;
+    private Predicate<String> loadedByAnother = name -> false;
 
-    private RemotePeer(String engineId, List<HandshakeMetadata> ranks, TpMapping mapping,
-            List<ConsumerRank> decodeRanks) {
-        this.engineId = engineId;
-        this.ranks = ranks;
+    private RemotePeer(ProducerIncarnation incarnation, TpMapping mapping, List<ConsumerRank> decodeRanks) {
+        this.engineId = incarnation.engineId();
+        this.epoch = incarnation.epoch();
+        this.ranks = incarnation.ranks();
         this.mapping = mapping;
         this.decodeRanks = decodeRanks;
     }
 
-    /** Checks compatibility, loads metadata and prepares every list; on failure releases what it took. */
-    static RemotePeer handshake(String engineId, List<HandshakeMetadata> metadata, List<ConsumerRank> decodeRanks,
-            ConsumerConfig config, LeaseVerification verification) {
+    /**
+     * Checks compatibility and agent names, loads metadata and prepares every list; on failure releases
+     * what it took, but never a name {@code loadedByAnother} says a handshaken peer holds.
+     */
+    static RemotePeer handshake(ProducerIncarnation incarnation, List<ConsumerRank> decodeRanks,
+            ConsumerConfig config, LeaseVerification verification, Predicate<String> loadedByAnother) {
+        List<HandshakeMetadata> metadata = incarnation.ranks();
         for (HandshakeMetadata m : metadata) {
             m.requireCompatible(config.geometry(), HandshakeMetadata.CONNECTOR_VERSION);
             m.requireWithin(config.maxPeerBlocks(), config.maxPeerDescriptors());
+            requireOwnAgentName(m);
         }
         TpMapping mapping = new TpMapping(config.geometry(), metadata.size(), config.tpSize());
         for (HeadSlice s : mapping.slices()) { // every list's length is bounded before anything is loaded
@@ -54,9 +63,9 @@ final class RemotePeer {
             m.descriptorCount(s.runsPerBlock(config.geometry(), m.tpSize(), config.tpSize()),
                     config.maxPeerDescriptors());
         }
-        RemotePeer peer = new RemotePeer(engineId, metadata, mapping, decodeRanks);
+        RemotePeer peer = new RemotePeer(incarnation, mapping, decodeRanks);
         try {
-            peer.prepare(config, verification);
+            peer.prepare(config, verification, loadedByAnother);
             return peer;
         } catch (RuntimeException e) {
             peer.release();
@@ -64,7 +73,17 @@ final class RemotePeer {
         }
     }
 
-    private void prepare(ConsumerConfig config, LeaseVerification verification) {
+    /** An agent name is bound to its engine: rank q of engine e publishes agent e-pq, and no other engine may. */
+    private static void requireOwnAgentName(HandshakeMetadata m) {
+        String own = ProducerIncarnation.agentName(m.engineId(), m.rank());
+        if (!own.equals(m.agentName())) {
+            throw new IncompatiblePeerException("peer " + m.engineId() + " rank " + m.rank() + " publishes NIXL agent "
+                    + m.agentName() + ", but its agent must be " + own + ": an agent name belongs to one engine");
+        }
+    }
+
+    private void prepare(ConsumerConfig config, LeaseVerification verification, Predicate<String> loadedByAnother) {
+        this.loadedByAnother = loadedByAnother;
         for (HeadSlice s : mapping.slices()) {
             ConsumerRank rank = decodeRanks.get(s.decodeRank());
             String remote = load(rank, s.prefillRank());
@@ -86,7 +105,15 @@ final class RemotePeer {
         List<Integer> key = List.of(rank.rank(), q);
         String name = loaded.get(key);
         if (name == null) {
+            String declared = ranks.get(q).agentName();
             name = rank.agent().loadRemoteMetadata(ranks.get(q).agentMetadata());
+            if (!name.equals(declared)) {
+                if (!loadedByAnother.test(name)) {
+                    rank.agent().invalidateRemote(name);
+                }
+                throw new IncompatiblePeerException("peer " + engineId + " rank " + q + " publishes the metadata of"
+                        + " NIXL agent " + name + " as its agent " + declared + "; an agent name belongs to one engine");
+            }
             loaded.put(key, name);
         }
         return name;
@@ -145,6 +172,16 @@ final class RemotePeer {
         return engineId;
     }
 
+    /** The registry epoch this peer was handshaken at; another epoch is another start of the producer. */
+    String epoch() {
+        return epoch;
+    }
+
+    /** The remote agent names loaded for this peer (on any decode rank). */
+    java.util.Collection<String> loadedNames() {
+        return loaded.values();
+    }
+
     List<HandshakeMetadata> ranks() {
         return ranks;
     }
@@ -159,19 +196,6 @@ final class RemotePeer {
 
     List<SlotChannel> slotChannels() {
         return slotChannels;
-    }
-
-    /** Whether {@code current} (from the registry) is what this peer was built from; false after a restart. */
-    boolean sameIncarnation(List<HandshakeMetadata> current) {
-        if (current.size() != ranks.size()) {
-            return false;
-        }
-        for (int i = 0; i < ranks.size(); i++) {
-            if (!Arrays.equals(current.get(i).agentMetadata(), ranks.get(i).agentMetadata())) {
-                return false;
-            }
-        }
-        return true;
     }
 
     Set<Pull> undecided() {

@@ -1,5 +1,7 @@
 package io.pdconnector.controlplane;
 
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import io.pdconnector.protocol.HandshakeMetadata;
 import java.util.List;
 import java.util.Objects;
@@ -10,6 +12,7 @@ import java.util.Objects;
  * and slot descriptors), whether it is compatible, and how loaded it is. A producer's record has one
  * rank per TP rank, in rank order; a decoder's has none.
  */
+@JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record InstanceRecord(
         String engineId,
         String role,
@@ -49,6 +52,7 @@ public record InstanceRecord(
     }
 
     /** How loaded an instance is, for routers to choose by; -1 where the role has no such figure. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     public record Capacity(int freeBlocks, int freeSlots, int liveLeases, int queueDepth) {
         public static final Capacity UNKNOWN = new Capacity(-1, -1, -1, -1);
     }

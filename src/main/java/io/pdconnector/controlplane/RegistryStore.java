@@ -1,5 +1,8 @@
 package io.pdconnector.controlplane;
 
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
+
 /**
  * Where records live: this process ({@code embedded}), the operator's list of addresses
  * ({@code static}) or an etcd cluster ({@code etcd}). A store pushes every change it sees to its
@@ -27,6 +30,7 @@ public interface RegistryStore extends AutoCloseable {
     void close();
 
     /** Whether the backend answers and this instance's record is in it (when it has published one). */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record StoreHealth(boolean reachable, boolean ownPublished, String detail) {
     }
 }

@@ -9,7 +9,7 @@ package io.pdconnector.error;
  */
 public abstract sealed class PdException extends RuntimeException
         permits InvalidInputException, UnknownRequestException, StateConflictException,
-        IncompatiblePeerException, UnavailableException, PeerFailureException {
+        IncompatiblePeerException, UnavailableException, PeerFailureException, UntrustedPeerException {
 
     private final String reason;
     private final String requestId;

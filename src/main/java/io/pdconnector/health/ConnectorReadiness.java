@@ -1,6 +1,7 @@
 package io.pdconnector.health;
 
 import io.pdconnector.config.PdConfig;
+import io.pdconnector.controlplane.RegistryStore;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -13,7 +14,11 @@ import org.eclipse.microprofile.health.Readiness;
 /**
  * Ready when this instance can serve its role: as a producer, its agents are created and published
  * with their lease slots registered on every rank (when verifying); as a consumer, its loop is up;
- * and the control plane (embedded) answers. Each failure is named in the check's data.
+ * and its own record is written to the registry's store. Each failure is named in the check's data.
+ *
+ * <p>An unreachable store after that is reported (registry-reachable false) but does not make the
+ * instance unready: it keeps serving the fleet it last saw, which is what an etcd outage should
+ * cost, rather than every instance leaving its Service at once.
  */
 @Readiness
 @ApplicationScoped
@@ -30,9 +35,14 @@ public class ConnectorReadiness implements HealthCheck {
         PdConfig config = runtime.config();
         HealthCheckResponseBuilder b = HealthCheckResponse.named("connector").up()
                 .withData("role", config.role().name()).withData("engine-id", config.engineId())
-                .withData("control-plane", "embedded");
+                .withData("control-plane", runtime.registry().storeKind());
+        RegistryStore.StoreHealth registry = runtime.registry().health();
+        b.withData("registry-reachable", registry.reachable()).withData("registry", registry.detail());
+        if (!registry.ownPublished()) {
+            b.down().withData("failed", "this instance's record is not in the registry yet: " + registry.detail());
+        }
         if (config.role().producer()) {
-            List<HandshakeMetadata> ranks = runtime.registry().lookup(config.engineId()).orElse(List.of());
+            List<HandshakeMetadata> ranks = runtime.registry().self().ranks();
             b.withData("producer-ranks", ranks.size());
             if (ranks.size() != config.tpSize()) {
                 b.down().withData("failed", "producer published " + ranks.size() + " of " + config.tpSize() + " ranks");

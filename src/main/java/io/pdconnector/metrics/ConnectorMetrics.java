@@ -8,6 +8,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerCounters;
+import io.pdconnector.controlplane.Registry;
+import io.pdconnector.controlplane.RegistryCounters;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullObserver;
 import io.pdconnector.loop.LoopGauges;
@@ -97,11 +99,31 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
                 .description("Pulls by outcome").register(registry);
         counter("pd_slot_reads", "Lease-slot READs posted (one per remote rank per step)", c.slotReads);
         counter("pd_heartbeats_sent", "Heartbeat notifications sent", c.heartbeatsSent);
-        counter("pd_handshakes", "Handshakes with producer instances", c.handshakes);
+        counter("pd_handshakes", "Handshakes with producer instances (peers loaded)", c.handshakes);
+        counter("pd_handshakes_on_pull", "Handshakes a pull waited for: the registry's announcement came later",
+                c.handshakesOnPull);
+        counter("pd_peers_evicted", "Producers dropped to keep pd.consumer.max-peers", c.peersEvicted);
+        FunctionCounter.builder("pd_registry_peers_refused", c.peersRefused, AtomicLong::doubleValue)
+                .tag("reason", "incompatible").description("Producers refused, by reason").register(registry);
         counter("pd_pulls_expired_unread", "Received or recomputed pulls released after pd.consumer.retention,"
                 + " never read nor released", c.expiredUnread);
         counter("pd_pulls_failed", "Pulls failed by an unexpected error in D's step (answered 500)", c.pullsFailed);
         gauges("consumer", g);
+    }
+
+    /** The control plane: writes of this instance's record, changes heard, reconnects, refusals. */
+    public void bindRegistry(Registry r) {
+        RegistryCounters c = r.counters();
+        counter("pd_registry_writes", "Writes of this instance's record to the registry store", c.writes);
+        counter("pd_registry_watch_events", "Registry changes the store pushed to this instance", c.watchEvents);
+        counter("pd_registry_reconnects", "Reconnections of the registry store to its backend", c.reconnects);
+        r.refusals().forEach((reason, n) -> FunctionCounter.builder("pd_registry_peers_refused", n,
+                AtomicLong::doubleValue).tag("reason", reason).description("Producers refused, by reason")
+                .register(registry));
+        Gauge.builder("pd_registry_instances", r, x -> x.instances().size())
+                .description("Instances in this instance's view of the fleet").register(registry);
+        Gauge.builder("pd_registry_reachable", r, x -> x.health().reachable() ? 1 : 0)
+                .description("1 while the registry store answers").register(registry);
     }
 
     private void gauges(String side, LoopGauges g) {

@@ -10,10 +10,11 @@ import java.util.Optional;
  */
 public interface MetadataDirectory {
 
-    /** Publishes (or replaces, after a restart) an engine's metadata, one entry per rank in rank order. */
+    /** Publishes this start of an engine: its metadata, one entry per rank in rank order. */
     void publish(String engineId, List<HandshakeMetadata> ranks);
 
     void withdraw(String engineId);
 
-    Optional<List<HandshakeMetadata>> lookup(String engineId);
+    /** The producer's current incarnation, if the directory knows it as a producer. */
+    Optional<ProducerIncarnation> lookup(String engineId);
 }

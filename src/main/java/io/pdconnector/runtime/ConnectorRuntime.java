@@ -4,7 +4,7 @@ import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullScheduler;
-import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.controlplane.Registry;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
 import io.pdconnector.loop.StepWorker;
@@ -37,7 +37,8 @@ public class ConnectorRuntime {
     private final ConnectorSettings settings;
     private final TransferEngine engine;
     private final ConnectorMetrics metrics;
-    private final EmbeddedRegistry registry;
+    private final Registry registry;
+    private final FleetPresence presence;
     private LeaseScheduler leaseScheduler;
     private PullScheduler pullScheduler;
     private StepLoop producerLoop;
@@ -45,10 +46,11 @@ public class ConnectorRuntime {
     private ProducerFacade producer;
     private ConsumerFacade consumer;
 
-    public ConnectorRuntime(PdConfig config, TransferEngine engine, ConnectorMetrics metrics, EmbeddedRegistry registry,
+    public ConnectorRuntime(PdConfig config, TransferEngine engine, ConnectorMetrics metrics, Registry registry,
             @ConfigProperty(name = "quarkus.http.port", defaultValue = "8080") int httpPort) {
         this.metrics = metrics;
         this.registry = registry;
+        this.presence = new FleetPresence(registry);
         this.config = config;
         this.settings = ConnectorSettings.from(config, httpPort);
         this.engine = engine;
@@ -56,6 +58,8 @@ public class ConnectorRuntime {
 
     void start(@Observes StartupEvent event) {
         Duration deadline = config.http().requestDeadline();
+        registry.start();
+        metrics.bindRegistry(registry);
         if (config.role().producer()) {
             leaseScheduler = new LeaseScheduler(settings.producer(), engine, registry, InstantSource.system(), metrics);
             metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
@@ -68,12 +72,16 @@ public class ConnectorRuntime {
             consumerLoop = start(pullScheduler);
             consumer = new ConsumerFacade(pullScheduler, deadline);
         }
-        LOG.infof("pd-connector %s started as %s (tp %d, %s transfers, lease verification %s)", config.engineId(),
-                config.role(), config.tpSize(), engine.kind(), config.lease().verification() ? "on" : "off");
+        presence.start(Optional.ofNullable(consumer), producer == null ? Optional.empty()
+                : Optional.of(leaseScheduler.gauges()), config.registry().publishMinInterval());
+        LOG.infof("pd-connector %s started as %s (tp %d, %s transfers, lease verification %s, %s registry, epoch %s)",
+                config.engineId(), config.role(), config.tpSize(), engine.kind(),
+                config.lease().verification() ? "on" : "off", registry.storeKind(), registry.self().epoch());
     }
 
     void stop(@Observes ShutdownEvent event) {
         Duration deadline = settings.loop().stopDeadline();
+        presence.close();
         if (consumerLoop != null) {
             consumerLoop.stop(deadline);
         }
@@ -86,7 +94,7 @@ public class ConnectorRuntime {
         return config;
     }
 
-    public EmbeddedRegistry registry() {
+    public Registry registry() {
         return registry;
     }
 

@@ -126,29 +126,23 @@ class BadInputQuarkusTest {
     }
 
     @Test
-    void anUnknownEngineWithoutAnAddressIsRejected() {
+    void anUnregisteredEngineIsAnUnknownPeerProblemWithoutAnAddressOrWithOne() {
         Map<String, Object> params = new HashMap<>(prefill("b-6"));
         params.put("remote_engine_id", "nobody");
         params.remove("remote_host");
         given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "b-6x", "prompt", "one two three", "kv_transfer_params", params))
                 .post("/v1/consumer/pull")
-                .then().statusCode(400).body("detail", containsString("nobody"));
-        given().delete("/v1/producer/requests/b-6").then().statusCode(204);
-    }
-
-    @Test
-    void anUnreachablePeerIsABadGatewayProblem() {
-        Map<String, Object> params = new HashMap<>(prefill("b-7"));
-        params.put("remote_engine_id", "elsewhere");
+                .then().statusCode(409).contentType(PROBLEM)
+                .body("type", equalTo("urn:pd-connector:problem:unknown_peer"))
+                .body("detail", containsString("nobody"));
         params.put("remote_host", "127.0.0.1");
         params.put("remote_port", 1);
         given().contentType(ContentType.JSON)
-                .body(Map.of("request_id", "b-7x", "prompt", "one two three", "kv_transfer_params", params))
+                .body(Map.of("request_id", "b-6x", "prompt", "one two three", "kv_transfer_params", params))
                 .post("/v1/consumer/pull")
-                .then().statusCode(502).contentType(PROBLEM)
-                .body("type", equalTo("urn:pd-connector:problem:peer-unreachable"));
-        given().delete("/v1/producer/requests/b-7").then().statusCode(204);
+                .then().statusCode(409).body("reason", equalTo("unknown_peer"));
+        given().delete("/v1/producer/requests/b-6").then().statusCode(204);
     }
 
     @Test

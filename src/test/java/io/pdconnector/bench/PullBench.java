@@ -7,7 +7,7 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.testing.InProcessDirectory;
 import io.pdconnector.loop.StepLoop;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
@@ -76,7 +76,7 @@ public final class PullBench {
         Path state = Files.createTempDirectory("pull-bench");
         boolean verify = mode.verify;
         String tag = mode.name() + "_c" + concurrency;
-        EmbeddedRegistry registry = new EmbeddedRegistry();
+        InProcessDirectory registry = new InProcessDirectory();
         ProducerConfig pc = ProducerConfig.builder("bench-p-" + tag, state).blocks(1024, 128, 0)
                 .verification(verify).build();
         ConsumerConfig dc = ConsumerConfig.builder("bench-d-" + tag).blocks(1024).verification(verify)

@@ -7,11 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.UntrustedPeerException;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.testing.Cluster;
 import java.util.HashMap;
 import java.util.List;
@@ -40,7 +42,7 @@ class HandshakeAndBadInputTest {
     void peerWithAnotherVersionOrGeometryIsRefusedWithAClearError() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().getFirst();
+        HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().ranks().getFirst();
         cluster.registry.publish("old", List.of(new HandshakeMetadata("old", 0, 1, real.agentName(),
                 real.agentMetadata(), real.kvBase(), real.kvLength(), real.geometry(), "HND", real.numBlocks(),
                 real.slotBase(), real.slotCount(), 14, real.geometry().compatHash(14))));
@@ -63,8 +65,9 @@ class HandshakeAndBadInputTest {
 
     /** The real P's rank-0 metadata, republished as engine {@code engineId} declaring {@code numBlocks} blocks. */
     private HandshakeMetadata declaring(String engineId, int numBlocks, int slotCount) {
-        HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().getFirst();
-        HandshakeMetadata fake = new HandshakeMetadata(engineId, 0, 1, real.agentName(), real.agentMetadata(),
+        HandshakeMetadata real = cluster.registry.lookup("p").orElseThrow().ranks().getFirst();
+        HandshakeMetadata fake = new HandshakeMetadata(engineId, 0, 1, ProducerIncarnation.agentName(engineId, 0),
+                real.agentMetadata(),
                 real.kvBase(), (long) numBlocks * real.blockBytes(), real.geometry(), real.layout(), numBlocks,
                 real.slotBase(), slotCount, real.connectorVersion(), real.compatHash());
         cluster.registry.publish(engineId, List.of(fake));
@@ -127,7 +130,9 @@ class HandshakeAndBadInputTest {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         ConsumerSnapshot before = d.snapshot();
 
-        assertRejected(d, edit(a, "remote_engine_id", "nobody"), "unknown remote_engine_id");
+        UntrustedPeerException unknown = assertThrows(UntrustedPeerException.class,
+                () -> cluster.pull(d, "x", promptA, edit(a, "remote_engine_id", "nobody")));
+        assertTrue(unknown.getMessage().contains("no producer nobody"), unknown.getMessage());
         assertRejected(d, edit(a, "remote_block_ids", List.of(List.of(0, 1, 99))), "has 16 blocks");
         assertRejected(d, edit(a, "remote_lease_slot", 9_999), "outside");
         assertRejected(d, edit(a, "tp_size", 2), "tp_size");

@@ -35,7 +35,7 @@ class PerRankPeerLimitsTest {
 
     /** Republishes P's metadata with rank 1 edited, as a peer with uneven ranks would publish it. */
     private void editRank1(UnaryOperator<HandshakeMetadata> edit) {
-        List<HandshakeMetadata> ranks = new ArrayList<>(cluster.registry.lookup("p").orElseThrow());
+        List<HandshakeMetadata> ranks = new ArrayList<>(cluster.registry.lookup("p").orElseThrow().ranks());
         ranks.set(1, edit.apply(ranks.get(1)));
         cluster.registry.publish("p", ranks);
     }

@@ -147,6 +147,40 @@ public final class ServiceProcess implements AutoCloseable {
     }
 
     /**
+     * Polls {@code GET /v1/registry} until every engine in {@code engineIds} is listed as a producer;
+     * fails with the last view at the deadline.
+     */
+    public JsonNode awaitProducers(Duration deadline, String... engineIds) throws Exception {
+        return awaitRegistry("producers " + String.join(", ", engineIds) + " listed", view -> {
+            for (String id : engineIds) {
+                boolean listed = false;
+                for (JsonNode i : view.path("instances")) {
+                    listed |= i.path("engine_id").asText().equals(id) && i.path("producer").asBoolean();
+                }
+                if (!listed) {
+                    return false;
+                }
+            }
+            return true;
+        }, deadline);
+    }
+
+    /** Polls {@code GET /v1/registry} until {@code condition} holds; fails with the last view at the deadline. */
+    public JsonNode awaitRegistry(String what, Predicate<JsonNode> condition, Duration deadline) throws Exception {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (true) {
+            Reply r = get("/v1/registry");
+            if (r.status() == 200 && condition.test(r.json())) {
+                return r.json();
+            }
+            if (System.nanoTime() > end) {
+                throw new AssertionError(name + ": " + what + " not reached within " + deadline + "; registry " + r);
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /**
      * The sum of the Prometheus samples named {@code metric} at {@code /q/metrics} whose labels include
      * every {@code label="value"} given (pairs: name, value); 0 when there is none.
      */
@@ -189,6 +223,14 @@ public final class ServiceProcess implements AutoCloseable {
             return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
         } catch (IOException | UncheckedIOException e) {
             return "(log unreadable: " + e + ")";
+        }
+    }
+
+    /** Kills the service with SIGKILL, as a crash or the OOM killer would: nothing of it runs a shutdown step. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(15, TimeUnit.SECONDS)) {
+            throw new AssertionError(name + " survived SIGKILL for 15 s");
         }
     }
 

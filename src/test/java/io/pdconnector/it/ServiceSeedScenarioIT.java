@@ -68,11 +68,17 @@ class ServiceSeedScenarioIT {
         try {
             pOn = start(logs, "p-on", producer(true));
             pOff = start(logs, "p-off", producer(false));
-            dFail = start(logs, "d-fail", consumer(true, "fail"));
-            dRecompute = start(logs, "d-recompute", consumer(true, "recompute"));
-            dOff = start(logs, "d-off", consumer(false, "fail"));
+            String producers = "127.0.0.1:" + pOn.port + ",127.0.0.1:" + pOff.port;
+            dFail = start(logs, "d-fail", consumer(true, "fail", producers));
+            dRecompute = start(logs, "d-recompute", consumer(true, "recompute", producers));
+            dOff = start(logs, "d-off", consumer(false, "fail", producers));
             for (ServiceProcess s : ALL) {
                 s.awaitReady(READY);
+            }
+            for (ServiceProcess d : List.of(dFail, dRecompute, dOff)) {
+                d.awaitProducers(READY, "it-p-on", "it-p-off");
+            }
+            for (ServiceProcess s : ALL) {
                 LEASE_DECLINES.put(s, 0);
                 ANSWERED.put(s, new LinkedHashMap<>());
             }
@@ -107,9 +113,13 @@ class ServiceSeedScenarioIT {
         return m;
     }
 
-    private static Map<String, String> consumer(boolean verification, String policy) {
+    /** A decoder that knows the producers at {@code producers} (host:port, comma-separated) through the static registry. */
+    private static Map<String, String> consumer(boolean verification, String policy, String producers) {
         Map<String, String> m = new LinkedHashMap<>();
         m.put("pd.role", "consumer");
+        m.put("pd.registry.store", "static");
+        m.put("pd.registry.static.peers", producers);
+        m.put("pd.registry.static.refresh-interval", "500ms");
         m.put("pd.kv.num-blocks", "64");
         m.put("pd.lease.duration", LEASE.toMillis() + "ms");
         m.put("pd.consumer.heartbeat-interval", "250ms");

@@ -11,7 +11,7 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.consumer.PullState;
-import io.pdconnector.controlplane.EmbeddedRegistry;
+import io.pdconnector.testing.InProcessDirectory;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.memory.SlotArray;
 import io.pdconnector.producer.LeaseScheduler;
@@ -36,7 +36,7 @@ class StepLoopTest {
     @TempDir
     Path dir;
     private final RecordingEngine engine = new RecordingEngine();
-    private final EmbeddedRegistry registry = new EmbeddedRegistry();
+    private final InProcessDirectory registry = new InProcessDirectory();
     private final ManualClock clock = new ManualClock();
 
     private ProducerConfig.Builder producerConfig() {

@@ -31,7 +31,7 @@ class NixlProducerNotificationsTest {
         String engineId = "nixl-p-drop-" + System.nanoTime();
         ProducerFixture p = cluster.producer(cluster.producerConfig(engineId));
         KvTransferParams a = cluster.prefill(p, "a", prompt(1, 10));
-        HandshakeMetadata rank0 = cluster.registry.lookup(engineId).orElseThrow().getFirst();
+        HandshakeMetadata rank0 = cluster.registry.lookup(engineId).orElseThrow().ranks().getFirst();
 
         try (RawNixlPeer foreign = new RawNixlPeer(HelperBindings.load(NixlHome.at(Path.of(
                 System.getProperty("pd.nixl.home")))), "foreign-" + System.nanoTime(), rank0.agentMetadata())) {

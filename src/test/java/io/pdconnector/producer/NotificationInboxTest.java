@@ -29,7 +29,7 @@ class NotificationInboxTest {
     void oversizedAndMalformedNotificationsAreCountedAndTheNextReadStillReleasesItsLease() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         KvTransferParams a = cluster.prefill(p, "a", prompt(1, 10));
-        String agent = cluster.registry.lookup("p").orElseThrow().getFirst().agentName();
+        String agent = cluster.registry.lookup("p").orElseThrow().ranks().getFirst().agentName();
         RawPeer reader = cluster.rawPeer("reader", "p");
 
         loopback.deliverUnchecked("rogue", agent,

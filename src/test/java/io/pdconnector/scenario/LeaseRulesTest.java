@@ -50,7 +50,7 @@ class LeaseRulesTest {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
 
         assertEquals(LeaseState.EXPORTED, p.lease("a").state());
-        assertEquals(16 + 4, cluster.registry.lookup("p").orElseThrow().getFirst().slotCount(),
+        assertEquals(16 + 4, cluster.registry.lookup("p").orElseThrow().ranks().getFirst().slotCount(),
                 "kv_lease_slots defaults to blocks + max_num_seqs");
         for (int rank = 0; rank < 2; rank++) {
             assertEquals(a.remoteLeaseNonce(), p.slotValue(rank, a.remoteLeaseSlot()), "rank " + rank);

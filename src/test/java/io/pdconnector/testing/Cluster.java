@@ -9,7 +9,6 @@ import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.ConsumerSnapshot;
 import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.controlplane.EmbeddedRegistry;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.producer.ProducerSnapshot;
@@ -38,7 +37,7 @@ public final class Cluster implements AutoCloseable {
 
     public final ManualClock clock = new ManualClock();
     public final RecordingEngine engine;
-    public final EmbeddedRegistry registry = new EmbeddedRegistry();
+    public final InProcessDirectory registry = new InProcessDirectory();
     private final Path stateDir;
     private final List<ProducerFixture> producers = new ArrayList<>();
     private final List<ConsumerFixture> consumers = new ArrayList<>();
@@ -187,7 +186,7 @@ public final class Cluster implements AutoCloseable {
 
     /** An agent outside any loop that has loaded {@code engineId}'s metadata: a late or rogue reader. */
     public RawPeer rawPeer(String name, String engineId) {
-        RawPeer peer = new RawPeer(engine.createAgent(name), registry.lookup(engineId).orElseThrow());
+        RawPeer peer = new RawPeer(engine.createAgent(name), registry.lookup(engineId).orElseThrow().ranks());
         rawPeers.add(peer);
         return peer;
     }

@@ -69,8 +69,8 @@ final class ReplayChecks {
                     + " slot_read_failed without a failed slot READ");
             case NO_LEASE -> replay.require(!at.params.hasLease(), run.pullId + " was declined no_lease with lease"
                     + " fields");
-            case TRANSFER_FAILED -> replay.require(at.lost, run.pullId + " was declined transfer_failed without a"
-                    + " restart");
+            case TRANSFER_FAILED, PEER_RESTARTED, PEER_GONE -> replay.require(at.lost, run.pullId + " was declined "
+                    + o.reason().wire() + " without a restart");
             case TIMEOUT, ABORTED -> replay.require(false, run.pullId + " was declined " + o.reason().wire()
                     + ", which no trail event causes");
         }

@@ -106,6 +106,9 @@ final class LoopbackAgent implements TransferAgent {
     public ReadRequest postRead(PreparedDescriptors local, int[] localIndices, PreparedDescriptors remote,
             int[] remoteIndices, byte[] notification) {
         open();
+        if (remote instanceof LoopbackDescriptors r && r.agent() != this) {
+            peers.require("postRead", r.agent().name()); // as in NIXL: an invalidated peer is no longer reachable
+        }
         return reads.post(this, local, localIndices, remote, remoteIndices, notification);
     }
 
