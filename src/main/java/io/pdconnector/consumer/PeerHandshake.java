@@ -48,9 +48,14 @@ final class PeerHandshake {
 
     /** The peer a new pull reads from: the registry's current incarnation of {@code engineId}. */
     RemotePeer peerFor(String engineId) {
-        ProducerIncarnation current = registry.lookup(engineId)
-                .orElseThrow(() -> UntrustedPeerException.unknown(engineId));
         RemotePeer known = state.peers.get(engineId);
+        ProducerIncarnation current = registry.lookup(engineId).orElse(null);
+        if (current == null) {
+            if (known != null) {
+                drop(known, DeclineReason.PEER_GONE); // its withdrawal has not reached the loop yet
+            }
+            throw UntrustedPeerException.unknown(engineId);
+        }
         if (known != null && known.epoch().equals(current.epoch())) {
             return known;
         }

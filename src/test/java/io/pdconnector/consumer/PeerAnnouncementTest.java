@@ -101,6 +101,21 @@ class PeerAnnouncementTest {
     }
 
     @Test
+    void aProducerWhoseWithdrawalWasNeverHeardIsDroppedByTheNextPullFromIt() {
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
+        announce(d, "p");
+        int[] tokens = prompt(5, 10);
+        KvTransferParams a = cluster.prefill(p, "a", tokens);
+        cluster.registry.withdraw("p"); // the announcement of it is lost (a full queue)
+        assertThrows(UntrustedPeerException.class, () -> cluster.pull(d, "a", tokens, a));
+        assertEquals(0, d.snapshot().peers(), "what D loaded for p is released");
+        assertTrue(cluster.engine.events.contains("invalidate d-d0<-p-p0"));
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
     void atMostMaxPeersAreKeptLoadedAndTheLeastRecentlyUsedIdleOneGoes() {
         ProducerFixture p1 = cluster.producer(cluster.producerConfig("p1"));
         cluster.producer(cluster.producerConfig("p2"));
