@@ -1,0 +1,471 @@
+package io.pdconnector.controlplane;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.PutOption;
+import io.etcd.jetcd.watch.WatchEvent;
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.controlplane.EtcdClients.EtcdCallException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jboss.logging.Logger;
+
+/**
+ * The etcd store: this instance's record at {@code <prefix>instances/<engine-id>}, bound to an etcd
+ * lease jetcd keeps alive, and a watch of {@code <prefix>instances/} that pushes every change.
+ *
+ * <p>Every etcd call and every listener call runs on one worker thread: a publish never races a
+ * reconnection, and the listener hears changes in etcd's order. Callers wait for the worker at most
+ * {@code callTimeout} and never see an etcd failure: the store remembers the latest record and
+ * writes it when it can.
+ *
+ * <p>A failed call or stream while connected is only a doubt: gRPC may still be moving off a member
+ * that just went away, so the store asks etcd again a moment later and calls it lost only if that
+ * fails too. While lost the listener hears nothing (its last view stands) and the store retries with
+ * a backoff doubling from 100 ms to {@code maxBackoff}; once back it writes the record again (under a
+ * new lease if the old one may have expired), reads the whole prefix ({@code replaceAll}) and
+ * watches from there.
+ */
+public final class EtcdStore implements RegistryStore {
+
+    private static final Logger LOG = Logger.getLogger(EtcdStore.class);
+    private static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+    /** How long gRPC takes to route around a member that went away, seen at well under 100 ms. */
+    private static final Duration SETTLE = Duration.ofMillis(250);
+
+    private final Settings settings;
+    private final RecordCodec codec;
+    private final RegistryCounters counters;
+    private final Client client;
+    private final String instancesPrefix;
+    private final EtcdWorker worker;
+    private final EtcdLease lease;
+    /** What publish last asked for; null before it and after a withdraw. */
+    private final AtomicReference<InstanceRecord> desired = new AtomicReference<>();
+    private volatile boolean closed;
+    private final AtomicBoolean clientClosed = new AtomicBoolean();
+
+    // The worker's state; volatile where health() reads it.
+    private volatile EtcdView view;
+    private EtcdWatch watch;
+    private ScheduledFuture<?> retry;
+    private ScheduledFuture<?> check;
+    private Duration backoff = FIRST_BACKOFF;
+    private volatile boolean everConnected;
+    private volatile boolean connected;
+    private volatile Written written;
+    private volatile String problem = "not contacted yet";
+    private volatile long lostAtMillis;
+
+    /** Builds the client (no connection yet); unusable TLS files are an {@link IllegalArgumentException} here. */
+    public EtcdStore(Settings settings, RecordCodec codec, RegistryCounters counters) {
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.codec = Objects.requireNonNull(codec, "codec");
+        this.counters = Objects.requireNonNull(counters, "counters");
+        this.instancesPrefix = settings.prefix() + "instances/";
+        this.client = EtcdClients.build(settings);
+        this.worker = new EtcdWorker("etcd-store", settings.callTimeout());
+        this.lease = new EtcdLease(client.getLeaseClient(), settings.ttl(), settings.callTimeout(), new LeaseEvents());
+    }
+
+    @Override
+    public String kind() {
+        return "etcd";
+    }
+
+    @Override
+    public void start(RegistryListener listener) {
+        Objects.requireNonNull(listener, "listener");
+        worker.post(() -> {
+            if (view != null) {
+                throw new IllegalStateException("the etcd store is already started");
+            }
+            view = new EtcdView(listener, codec, counters, instancesPrefix);
+            resync();
+        });
+    }
+
+    @Override
+    public void publish(InstanceRecord own) {
+        desired.set(Objects.requireNonNull(own, "own"));
+        if (!closed) {
+            worker.runAndWait(this::writeOwnIfDue);
+        }
+    }
+
+    @Override
+    public void withdraw(String engineId) {
+        desired.updateAndGet(r -> r != null && r.engineId().equals(engineId) ? null : r);
+        if (!closed) {
+            worker.runAndWait(() -> removeOwn(engineId));
+        }
+    }
+
+    @Override
+    public StoreHealth health() {
+        InstanceRecord own = desired.get();
+        Written w = written;
+        boolean ownPublished = own != null && w != null && w.record() == own && w.leaseId() == lease.id()
+                && lease.live();
+        boolean reachable = !closed && connected && (!lease.held() || lease.live());
+        return new StoreHealth(reachable, ownPublished, detail(reachable, own, ownPublished));
+    }
+
+    /** Stops watching and keeping alive (the record expires with its lease), closes the client; never throws. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        worker.stop(this::shutdown);
+        // In case the worker was too busy to run shutdown in time.
+        closeClient();
+    }
+
+    // ---- on the worker thread ----
+
+    /** Writes the own record (if any), reads the prefix and watches it; on failure, tries again later. */
+    private void resync() {
+        retry = null;
+        if (closed) {
+            return;
+        }
+        if (!connected) {
+            EtcdClients.resetConnectBackoff(client);
+        }
+        try {
+            InstanceRecord own = desired.get();
+            if (own != null) {
+                writeOwn(own);
+            }
+            if (view != null) {
+                rewatch();
+            }
+            connected();
+        } catch (EtcdCallException e) {
+            lost(e);
+        }
+    }
+
+    private void rewatch() throws EtcdCallException {
+        closeWatch();
+        ByteSequence prefix = EtcdClients.bytes(instancesPrefix);
+        GetResponse all = EtcdClients.await(client.getKVClient().get(prefix, GetOption.builder().isPrefix(true)
+                .build()), settings.callTimeout());
+        view.replaceAll(all.getKvs());
+        watch = EtcdWatch.open(client.getWatchClient(), prefix, all.getHeader().getRevision() + 1, new WatchEvents());
+    }
+
+    private void writeOwnIfDue() {
+        InstanceRecord own = desired.get();
+        Written w = written;
+        // While a reconnection is pending, it writes the latest record itself.
+        if (closed || retry != null || own == null || w != null && w.record() == own && lease.live()) {
+            return;
+        }
+        try {
+            writeOwn(own);
+        } catch (EtcdCallException e) {
+            if (connected) {
+                doubt();
+            } else {
+                lost(e);
+            }
+        }
+    }
+
+    private void writeOwn(InstanceRecord own) throws EtcdCallException {
+        long leaseId = lease.ensure();
+        try {
+            put(own, leaseId);
+        } catch (EtcdCallException e) {
+            if (!EtcdClients.leaseNotFound(e)) {
+                throw e;
+            }
+            // It expired before jetcd noticed (it checks once a second): a new one.
+            lease.abandon();
+            leaseId = lease.ensure();
+            put(own, leaseId);
+        }
+        written = new Written(own, leaseId);
+        counters.writes.incrementAndGet();
+    }
+
+    private void put(InstanceRecord own, long leaseId) throws EtcdCallException {
+        // Writing the same record twice is harmless, so jetcd may retry it on another node.
+        EtcdClients.await(client.getKVClient().put(key(own.engineId()), ByteSequence.from(codec.encode(own)),
+                PutOption.builder().withLeaseId(leaseId).withAutoRetry().build()), settings.callTimeout());
+    }
+
+    private void removeOwn(String engineId) {
+        long deadline = System.nanoTime() + settings.callTimeout().toNanos();
+        try {
+            EtcdClients.await(client.getKVClient().delete(key(engineId)), remaining(deadline));
+            if (desired.get() == null) {
+                written = null;
+                lease.revoke(remaining(deadline));
+            }
+        } catch (EtcdCallException e) {
+            LOG.warnf("withdraw of %s from etcd failed (%s); its record goes when its lease expires", engineId,
+                    e.getMessage());
+            if (desired.get() == null) {
+                lease.abandon();
+            }
+        }
+    }
+
+    /** Something failed while connected: ask etcd again shortly, and only then call it lost. */
+    private void doubt() {
+        if (!closed && connected && retry == null && check == null) {
+            check = worker.schedule(this::confirm, SETTLE);
+        }
+    }
+
+    private void confirm() {
+        check = null;
+        if (probe()) {
+            writeOwnIfDue();
+        }
+    }
+
+    /** A watch jetcd ended: taken over from where it stopped, or, where that is wrong, everything read again. */
+    private void watchEnded(EtcdWatch ended) {
+        watch = null;
+        if (ended.mustReadAgain()) {
+            LOG.infof("the etcd watch of %s cannot be taken over; reading it all again", instancesPrefix);
+            resync();
+        } else {
+            worker.schedule(() -> {
+                if (watch == null && probe()) {
+                    watch = EtcdWatch.reopen(client.getWatchClient(), EtcdClients.bytes(instancesPrefix), ended);
+                }
+            }, SETTLE);
+        }
+    }
+
+    /** Whether etcd answers while connected (false when not connected, closed or reconnecting). */
+    private boolean probe() {
+        if (closed || !connected || retry != null) {
+            return false;
+        }
+        try {
+            EtcdClients.await(client.getKVClient().get(EtcdClients.bytes(instancesPrefix), GetOption.builder()
+                    .isPrefix(true).withCountOnly(true).build()), settings.callTimeout());
+            return true;
+        } catch (EtcdCallException e) {
+            lost(e);
+            return false;
+        }
+    }
+
+    private void connected() {
+        backoff = FIRST_BACKOFF;
+        if (!connected && everConnected) {
+            counters.reconnects.incrementAndGet();
+            LOG.infof("etcd at %s answers again after %d ms; own record written, %d records read, watching",
+                    settings.endpoints(), System.currentTimeMillis() - lostAtMillis, view == null ? 0 : view.size());
+        }
+        everConnected = true;
+        connected = true;
+        lostAtMillis = 0;
+        problem = null;
+    }
+
+    private void lost(EtcdCallException e) {
+        problem = e.getMessage();
+        if (lostAtMillis == 0) {
+            lostAtMillis = System.currentTimeMillis();
+            LOG.warnf("etcd at %s does not answer (%s); keeping the last view, retrying", settings.endpoints(),
+                    e.getMessage());
+        }
+        connected = false;
+        closeWatch();
+        if (retry == null && !closed) {
+            retry = worker.schedule(this::resync, backoff);
+            backoff = backoff.multipliedBy(2).compareTo(settings.maxBackoff()) > 0 ? settings.maxBackoff()
+                    : backoff.multipliedBy(2);
+        }
+    }
+
+    private void closeWatch() {
+        if (watch != null) {
+            watch.close();
+            watch = null;
+        }
+    }
+
+    private void shutdown() {
+        for (ScheduledFuture<?> pending : new ScheduledFuture<?>[] {retry, check}) {
+            if (pending != null) {
+                pending.cancel(false);
+            }
+        }
+        retry = null;
+        check = null;
+        closeWatch();
+        lease.abandon();
+        connected = false;
+        closeClient();
+    }
+
+    // ---- plumbing ----
+
+    private ByteSequence key(String engineId) {
+        return EtcdClients.bytes(instancesPrefix + engineId);
+    }
+
+    private static Duration remaining(long deadlineNanos) {
+        return Duration.ofNanos(Math.max(1_000_000, deadlineNanos - System.nanoTime()));
+    }
+
+    private void closeClient() {
+        if (!clientClosed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            client.close();
+        } catch (RuntimeException e) {
+            LOG.debugf(e, "closing the etcd client");
+        }
+    }
+
+    private String detail(boolean reachable, InstanceRecord own, boolean ownPublished) {
+        EtcdView v = view;
+        int records = v == null ? 0 : v.size();
+        String ownPart = own == null ? "no own record to publish"
+                : ownPublished ? "own record of " + own.engineId() + " written under lease " + Long.toHexString(
+                        lease.id()) : "own record of " + own.engineId() + " not written under a live lease";
+        if (closed) {
+            return "etcd store closed";
+        }
+        if (reachable) {
+            return "etcd at " + settings.endpoints() + " answers; " + records + " records under " + instancesPrefix
+                    + "; " + ownPart;
+        }
+        String why = Optional.ofNullable(problem).orElse("its keep-alive got no answer for a TTL");
+        long since = lostAtMillis;
+        if (!everConnected || since == 0) {
+            return "etcd at " + settings.endpoints() + " not reached yet (" + why + "); " + ownPart;
+        }
+        return "etcd at " + settings.endpoints() + " unreachable for " + (System.currentTimeMillis() - since) / 1000
+                + " s (" + why + "); retrying every " + settings.maxBackoff().toMillis() + " ms at most; keeping the"
+                + " last view of " + records + " records; " + ownPart;
+    }
+
+    /** The own record as last written, and the lease it was written under. */
+    private record Written(InstanceRecord record, long leaseId) {
+    }
+
+    private final class WatchEvents implements EtcdWatch.Events {
+        @Override
+        public void changed(EtcdWatch w, List<WatchEvent> events) {
+            worker.post(() -> {
+                if (w == watch) {
+                    view.apply(events);
+                }
+            });
+        }
+
+        @Override
+        public void troubled(EtcdWatch w, Throwable cause) {
+            worker.post(() -> {
+                if (w == watch) {
+                    doubt();
+                }
+            });
+        }
+
+        @Override
+        public void ended(EtcdWatch w) {
+            worker.post(() -> {
+                if (w == watch && connected && retry == null) {
+                    watchEnded(w);
+                }
+            });
+        }
+    }
+
+    private final class LeaseEvents implements EtcdLease.Events {
+        @Override
+        public void troubled(Throwable cause) {
+            worker.post(EtcdStore.this::doubt);
+        }
+
+        @Override
+        public void lost(long leaseId) {
+            worker.post(() -> {
+                lease.drop(leaseId);
+                if (connected) {
+                    writeOwnIfDue();
+                }
+            });
+        }
+    }
+
+    /** {@code pd.registry.etcd.*} as plain values. */
+    public record Settings(List<String> endpoints, String prefix, Duration ttl, Duration maxBackoff,
+            Duration callTimeout, Optional<String> user, Optional<String> password, Optional<String> caFile,
+            Optional<String> certFile, Optional<String> keyFile) {
+
+        public Settings {
+            endpoints = List.copyOf(endpoints);
+            require(!endpoints.isEmpty(), "pd.registry.etcd.endpoints names no endpoint");
+            require(prefix.startsWith("/") && prefix.endsWith("/"), "pd.registry.etcd.prefix must start and end "
+                    + "with /, got " + prefix);
+            require(ttl.compareTo(Duration.ofSeconds(1)) >= 0, "pd.registry.etcd.ttl must be at least 1s");
+            require(maxBackoff.compareTo(FIRST_BACKOFF) >= 0, "pd.registry.etcd.max-backoff must be at least 100ms");
+            require(callTimeout.compareTo(Duration.ofMillis(200)) >= 0,
+                    "pd.registry.etcd.call-timeout must be at least 200ms");
+            require(user.isPresent() == password.isPresent(), "pd.registry.etcd.user and password go together");
+            require(certFile.isPresent() == keyFile.isPresent(), "pd.registry.etcd.cert-file and key-file go together");
+            boolean https = endpoints.stream().anyMatch(e -> e.startsWith("https://"));
+            require(!(https || caFile.isPresent() || certFile.isPresent()) || endpoints.stream().allMatch(
+                    e -> e.startsWith("https://")), "pd.registry.etcd.endpoints mix http:// with TLS: " + endpoints);
+        }
+
+        public static Settings from(PdConfig.Registry.Etcd c) {
+            return new Settings(c.endpoints(), c.prefix(), c.ttl(), c.maxBackoff(), c.callTimeout(), c.user(),
+                    c.password(), c.caFile(), c.certFile(), c.keyFile());
+        }
+
+        /** Plain-text endpoints, no authentication. */
+        public static Settings of(List<String> endpoints, String prefix, Duration ttl, Duration maxBackoff,
+                Duration callTimeout) {
+            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, Optional.empty(), Optional.empty(),
+                    Optional.empty(), Optional.empty(), Optional.empty());
+        }
+
+        public Settings withUser(String name, String secret) {
+            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, Optional.of(name),
+                    Optional.of(secret), caFile, certFile, keyFile);
+        }
+
+        public Settings withTls(Optional<String> ca, Optional<String> cert, Optional<String> key) {
+            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, user, password, ca, cert, key);
+        }
+
+        boolean tls() {
+            return caFile.isPresent() || certFile.isPresent() || endpoints.getFirst().startsWith("https://");
+        }
+
+        @Override
+        public String toString() {
+            // Never the password.
+            return "etcd " + endpoints + " prefix " + prefix + " ttl " + ttl + user.map(u -> " user " + u).orElse("");
+        }
+
+        private static void require(boolean ok, String message) {
+            if (!ok) {
+                throw new IllegalArgumentException(message);
+            }
+        }
+    }
+}
