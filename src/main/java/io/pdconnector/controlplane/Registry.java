@@ -37,6 +37,7 @@ public final class Registry implements MetadataDirectory, RegistryListener, Auto
     private final List<ProducerListener> listeners = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicLong> refused = new ConcurrentHashMap<>();
     private volatile InstanceRecord own;
+    private volatile boolean publishedOnce;
     private long lastWriteMillis = Long.MIN_VALUE / 2;
 
     public Registry(RegistryStore store, InstanceRecord initial, Duration publishMinInterval, RegistryCounters counters,
@@ -229,7 +230,20 @@ public final class Registry implements MetadataDirectory, RegistryListener, Auto
     }
 
     public RegistryStore.StoreHealth health() {
-        return store.health();
+        RegistryStore.StoreHealth h = store.health();
+        if (h.ownPublished()) {
+            publishedOnce = true;
+        }
+        return h;
+    }
+
+    /**
+     * Whether the store has held this instance's record at some point since start: an instance whose
+     * record was never written cannot be found by anyone; one whose store went away since is still
+     * found by everyone who saw it.
+     */
+    public boolean publishedOnce() {
+        return publishedOnce || health().ownPublished();
     }
 
     public RegistryCounters counters() {

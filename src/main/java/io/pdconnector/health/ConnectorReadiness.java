@@ -38,7 +38,7 @@ public class ConnectorReadiness implements HealthCheck {
                 .withData("control-plane", runtime.registry().storeKind());
         RegistryStore.StoreHealth registry = runtime.registry().health();
         b.withData("registry-reachable", registry.reachable()).withData("registry", registry.detail());
-        if (!registry.ownPublished()) {
+        if (!runtime.registry().publishedOnce()) {
             b.down().withData("failed", "this instance's record is not in the registry yet: " + registry.detail());
         }
         if (config.role().producer()) {

@@ -176,7 +176,11 @@ class EtcdStoreIT {
             await("b sees a's change with member " + i + " down", () -> b.seen.freeBlocks("a") == 2, b);
             awaitHealthy(a, true);
             awaitHealthy(b, false);
-            assertEquals(List.of("upsert a"), b.seen.since(mark), "b heard a's change and nothing else");
+            // a watch resumed on another member may deliver a's change twice; the same record twice is harmless,
+            // a remove or a full re-read would not be
+            List<String> heard = b.seen.since(mark);
+            assertTrue(!heard.isEmpty() && heard.stream().allMatch("upsert a"::equals),
+                    "b heard a's change and nothing else: " + heard);
             assertEquals(lease, leaseOf(prefix, "a"), "a kept its lease");
             assertEquals(0, a.counters.reconnects.get() + b.counters.reconnects.get(), "nobody lost etcd");
             closePeers();
