@@ -49,7 +49,7 @@ final class EtcdClients {
     }
 
     /** The client; a missing or unreadable PEM file is an {@link IllegalArgumentException} here, not later. */
-    static Client build(EtcdStore.Settings s) {
+    static Client build(EtcdSettings s) {
         ClientBuilder b = Client.builder()
                 .endpoints(s.endpoints().toArray(String[]::new))
                 .waitForReady(false)
@@ -69,7 +69,7 @@ final class EtcdClients {
         return b.build();
     }
 
-    private static SslContext sslContext(EtcdStore.Settings s) {
+    private static SslContext sslContext(EtcdSettings s) {
         SslContextBuilder tls = GrpcSslContexts.forClient();
         s.caFile().map(f -> readable(f, "pd.registry.etcd.ca-file")).ifPresent(tls::trustManager);
         if (s.certFile().isPresent()) {

@@ -36,11 +36,11 @@ import org.jboss.logging.Logger;
 public final class EtcdStore implements RegistryStore {
 
     private static final Logger LOG = Logger.getLogger(EtcdStore.class);
-    private static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+    static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
     /** How long gRPC takes to route around a member that went away, seen at well under 100 ms. */
     private static final Duration SETTLE = Duration.ofMillis(250);
 
-    private final Settings settings;
+    private final EtcdSettings settings;
     private final RecordCodec codec;
     private final RegistryCounters counters;
     private final Client client;
@@ -65,7 +65,7 @@ public final class EtcdStore implements RegistryStore {
     private volatile long lostAtMillis;
 
     /** Builds the client (no connection yet); unusable TLS files are an {@link IllegalArgumentException} here. */
-    public EtcdStore(Settings settings, RecordCodec codec, RegistryCounters counters) {
+    public EtcdStore(EtcdSettings settings, RecordCodec codec, RegistryCounters counters) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.codec = Objects.requireNonNull(codec, "codec");
         this.counters = Objects.requireNonNull(counters, "counters");
@@ -407,65 +407,6 @@ public final class EtcdStore implements RegistryStore {
                     writeOwnIfDue();
                 }
             });
-        }
-    }
-
-    /** {@code pd.registry.etcd.*} as plain values. */
-    public record Settings(List<String> endpoints, String prefix, Duration ttl, Duration maxBackoff,
-            Duration callTimeout, Optional<String> user, Optional<String> password, Optional<String> caFile,
-            Optional<String> certFile, Optional<String> keyFile) {
-
-        public Settings {
-            endpoints = List.copyOf(endpoints);
-            require(!endpoints.isEmpty(), "pd.registry.etcd.endpoints names no endpoint");
-            require(prefix.startsWith("/") && prefix.endsWith("/"), "pd.registry.etcd.prefix must start and end "
-                    + "with /, got " + prefix);
-            require(ttl.compareTo(Duration.ofSeconds(1)) >= 0, "pd.registry.etcd.ttl must be at least 1s");
-            require(maxBackoff.compareTo(FIRST_BACKOFF) >= 0, "pd.registry.etcd.max-backoff must be at least 100ms");
-            require(callTimeout.compareTo(Duration.ofMillis(200)) >= 0,
-                    "pd.registry.etcd.call-timeout must be at least 200ms");
-            require(user.isPresent() == password.isPresent(), "pd.registry.etcd.user and password go together");
-            require(certFile.isPresent() == keyFile.isPresent(), "pd.registry.etcd.cert-file and key-file go together");
-            boolean https = endpoints.stream().anyMatch(e -> e.startsWith("https://"));
-            require(!(https || caFile.isPresent() || certFile.isPresent()) || endpoints.stream().allMatch(
-                    e -> e.startsWith("https://")), "pd.registry.etcd.endpoints mix http:// with TLS: " + endpoints);
-        }
-
-        public static Settings from(PdConfig.Registry.Etcd c) {
-            return new Settings(c.endpoints(), c.prefix(), c.ttl(), c.maxBackoff(), c.callTimeout(), c.user(),
-                    c.password(), c.caFile(), c.certFile(), c.keyFile());
-        }
-
-        /** Plain-text endpoints, no authentication. */
-        public static Settings of(List<String> endpoints, String prefix, Duration ttl, Duration maxBackoff,
-                Duration callTimeout) {
-            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, Optional.empty(), Optional.empty(),
-                    Optional.empty(), Optional.empty(), Optional.empty());
-        }
-
-        public Settings withUser(String name, String secret) {
-            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, Optional.of(name),
-                    Optional.of(secret), caFile, certFile, keyFile);
-        }
-
-        public Settings withTls(Optional<String> ca, Optional<String> cert, Optional<String> key) {
-            return new Settings(endpoints, prefix, ttl, maxBackoff, callTimeout, user, password, ca, cert, key);
-        }
-
-        boolean tls() {
-            return caFile.isPresent() || certFile.isPresent() || endpoints.getFirst().startsWith("https://");
-        }
-
-        @Override
-        public String toString() {
-            // Never the password.
-            return "etcd " + endpoints + " prefix " + prefix + " ttl " + ttl + user.map(u -> " user " + u).orElse("");
-        }
-
-        private static void require(boolean ok, String message) {
-            if (!ok) {
-                throw new IllegalArgumentException(message);
-            }
         }
     }
 }

@@ -4,6 +4,7 @@ import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.controlplane.EmbeddedStore;
+import io.pdconnector.controlplane.EtcdSettings;
 import io.pdconnector.controlplane.EtcdStore;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.RecordCodec;
@@ -49,7 +50,7 @@ public class RegistryProducer {
             case "embedded" -> new EmbeddedStore(counters);
             case "static" -> new StaticStore(config.fixed().peers().orElse(List.of()), config.fixed().refreshInterval(),
                     config.fixed().fetchTimeout(), codec, counters);
-            case "etcd" -> new EtcdStore(EtcdStore.Settings.from(config.etcd()), codec, counters);
+            case "etcd" -> new EtcdStore(EtcdSettings.from(config.etcd()), codec, counters);
             default -> throw new IllegalArgumentException("pd.registry.store=" + config.store()
                     + " is not a store this build has (embedded, static, etcd)");
         };

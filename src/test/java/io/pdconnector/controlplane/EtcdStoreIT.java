@@ -12,7 +12,7 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.auth.Permission;
 import io.etcd.jetcd.options.LeaseOption;
 import io.etcd.jetcd.options.OptionsUtil;
-import io.pdconnector.controlplane.EtcdStore.Settings;
+import io.pdconnector.controlplane.EtcdSettings;
 import io.pdconnector.controlplane.RegistryStore.StoreHealth;
 import io.pdconnector.testing.EtcdCluster;
 import java.nio.charset.StandardCharsets;
@@ -285,7 +285,7 @@ class EtcdStoreIT {
         try (EtcdCluster secured = EtcdCluster.start("EtcdStoreIT-auth", 1, HEALTHY);
                 Client admin = Client.builder().endpoints(secured.clientUrl(0)).build()) {
             enableAuth(admin, prefix);
-            Settings plain = settings(prefix, secured.clientUrls());
+            EtcdSettings plain = settings(prefix, secured.clientUrls());
             Peer a = peer("a", plain.withUser("pd", "pd-secret"));
             Peer b = peer("b", plain.withUser("pd", "pd-secret"));
             Peer intruder = peer("intruder", plain.withUser("pd", "wrong"));
@@ -304,7 +304,7 @@ class EtcdStoreIT {
     @Test
     @Order(9)
     void unusableSettingsFailAtConstruction() {
-        Settings https = settings("/it/settings/", List.of("https://127.0.0.1:1"));
+        EtcdSettings https = settings("/it/settings/", List.of("https://127.0.0.1:1"));
         IllegalArgumentException missing = assertThrows(IllegalArgumentException.class, () -> new EtcdStore(
                 https.withTls(Optional.of("/nonexistent/ca.pem"), Optional.empty(), Optional.empty()),
                 new RecordCodec(), new RegistryCounters()));
@@ -329,8 +329,8 @@ class EtcdStoreIT {
         String prefix = "/it/tls/";
         try (EtcdCluster secured = EtcdCluster.start("EtcdStoreIT-tls", 1, List.of("--cert-file", pki.serverCert,
                 "--key-file", pki.serverKey, "--trusted-ca-file", pki.ca, "--client-cert-auth"), HEALTHY)) {
-            Settings plain = settings(prefix, secured.clientUrls());
-            Settings tls = plain.withTls(Optional.of(pki.ca), Optional.of(pki.clientCert), Optional.of(pki.clientKey));
+            EtcdSettings plain = settings(prefix, secured.clientUrls());
+            EtcdSettings tls = plain.withTls(Optional.of(pki.ca), Optional.of(pki.clientCert), Optional.of(pki.clientKey));
             Peer a = peer("a", tls);
             Peer b = peer("b", tls);
             Peer anonymous = peer("anonymous", plain.withTls(Optional.of(pki.ca), Optional.empty(), Optional.empty()));
@@ -358,7 +358,7 @@ class EtcdStoreIT {
         return peer(engineId, settings(prefix, endpoints));
     }
 
-    private Peer peer(String engineId, Settings settings) {
+    private Peer peer(String engineId, EtcdSettings settings) {
         RegistryCounters counters = new RegistryCounters();
         Peer p = new Peer(engineId, new EtcdStore(settings, new RecordCodec(), counters), new Seen(), counters);
         peers.add(p);
@@ -366,8 +366,8 @@ class EtcdStoreIT {
         return p;
     }
 
-    private static Settings settings(String prefix, List<String> endpoints) {
-        return Settings.of(endpoints, prefix, TTL, MAX_BACKOFF, CALL_TIMEOUT);
+    private static EtcdSettings settings(String prefix, List<String> endpoints) {
+        return EtcdSettings.of(endpoints, prefix, TTL, MAX_BACKOFF, CALL_TIMEOUT);
     }
 
     static InstanceRecord record(String engineId, int freeBlocks) {
