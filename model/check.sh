@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # model/check.sh -- model-check the lease protocol (model/lease.pml) with Spin.
 #
-#   bash model/check.sh                 full model (safety + liveness, 4 configurations) and every mutation
+#   bash model/check.sh                 full model (safety + liveness, 5 configurations) and every mutation
 #   bash model/check.sh --lazy-flood    also re-run the safety checks with a lazy flood (about +40 s CPU)
 #   JOBS=1 bash model/check.sh          run the checks one at a time (default: 2 at a time)
 #
@@ -35,7 +35,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/lease-check.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$TRAILS" "$WORK/results"
 
-CONFIGS=(CFG_REUSE CFG_RESTART CFG_TWO CFG_SCARCE)
+CONFIGS=(CFG_REUSE CFG_RESTART CFG_TWO CFG_SCARCE CFG_LIFE)
 DEPTH=10000              # pan -m: far above the deepest path (< 120); a run that reaches it fails
 T_ALL=$(date +%s%N)
 
@@ -62,10 +62,13 @@ property() {
   if grep -q "acceptance cycle" "$f"; then echo "liveness 'drained' (acceptance cycle)"; return; fi
   txt="$(grep -m1 "assertion violated" "$f" | sed 's/.*assertion violated *//; s/ (at depth.*//')"
   case "$txt" in
+    *hbFrom*)       echo "hb_own_attempt, assert $txt" ;;
+    *born\[*)       echo "lifetime_bounded, assert $txt" ;;
     *bad\[*)        echo "received_own_bytes, assert $txt" ;;
     *dOwner\[dblk*) echo "read_into_own_dblock, assert $txt" ;;
     *l==*)          echo "notif_own_attempt, assert $txt" ;;
     *.lost*)        echo "no_spurious_decline, assert $txt" ;;
+    *.slot==255*)   echo "notif_own_attempt, assert $txt" ;;
     *)              echo "model sanity, assert $txt" ;;
   esac
 }
@@ -124,6 +127,10 @@ MUTATIONS=(
   "L8|safety|-DMUT_L8|CFG_REUSE|a heartbeat revives a zeroed (RELEASING or FREED) lease: live again, nonce rewritten"
   "L8B|liveness|-DMUT_L8B|CFG_REUSE|the reaper does not sweep: leases never expire"
   "L9|safety|-DMUT_L9|CFG_REUSE|D decides as soon as one source rank's READs are terminal"
+  "L11|safety|-DMUT_L11|CFG_REUSE|P counts a read notification without a nonce for a lease with a slot"
+  "L12|safety|-DMUT_L12|CFG_REUSE|P applies a heartbeat to the request id's live lease whatever its nonce"
+  "L12B|safety|-DMUT_L12B|CFG_LIFE|heartbeats extend a lease past its maximum lifetime"
+  "L13|safety|-DMUT_L13|CFG_REUSE|D frees the D block of a pull that ends early at once, though a block READ of it is in flight"
 )
 # mutations whose rule the model shows not to be needed on its own (README.md, Findings)
 declare -A EXPECTED_FINDING=(
@@ -218,10 +225,10 @@ launch() {                                   # launch FUNCTION ARGS... : at most
 }
 
 # the largest runs first, so that two jobs end at about the same time
-for cfg in CFG_TWO CFG_RESTART CFG_REUSE CFG_SCARCE; do launch full liveness "$cfg"; done
-for cfg in CFG_TWO CFG_RESTART CFG_REUSE CFG_SCARCE; do launch full safety "$cfg"; done
+for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full liveness "$cfg"; done
+for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full safety "$cfg"; done
 if [ "$LAZY" = 1 ]; then
-  for cfg in CFG_TWO CFG_RESTART CFG_REUSE CFG_SCARCE; do launch full lazy "$cfg"; done
+  for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full lazy "$cfg"; done
 fi
 for entry in "${MUTATIONS[@]}"; do
   IFS='|' read -r m kind defs first what <<<"$entry"

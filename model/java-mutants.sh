@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Java mutants: each patch in model/java-mutants/ removes one lease rule (L1-L9) from the Java main
+# Java mutants: each patch in model/java-mutants/ removes one lease rule (L1-L9, L11-L13) from the Java main
 # code the way the Spin model's MUT_* switch removes it from lease.pml. For each patch this script
 # compiles the patched code and runs TrailReplayTest (the model's counterexample trails replayed
 # against the Java loops); a mutant is caught when at least one trail replay fails.
 #
 #   bash model/java-mutants.sh                 # every patch; one line per mutant, then "N caught, M not caught"
 #   bash model/java-mutants.sh L3 L8           # only these patches
-#   bash model/java-mutants.sh --compare       # also: do LeaseRulesTest, RandomizedScheduleTest, RequestIdReuseTest,
-#                                              # MidReadLapseTest, SeedScenarioTest catch it? (report only)
+#   bash model/java-mutants.sh --compare       # also: do LeaseRulesTest, LeaseTrustRulesTest, ReadQuarantineTest,
+#                                              # RandomizedScheduleTest, RequestIdReuseTest, MidReadLapseTest,
+#                                              # SeedScenarioTest catch it? (report only)
 #
 # Exit status: 0 if every mutant was caught; 1 if one was not caught, a patch no longer applies or does
 # not compile; 2 if the unpatched code does not pass (then no mutant result means anything).
@@ -25,13 +26,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # The NIXL wheel cache: the caller's, or this checkout's own (the copy has no .cache/).
 export PD_NIXL_CACHE=${PD_NIXL_CACHE:-$root/.cache/nixl}
 
-COMPARE_TESTS=LeaseRulesTest,RandomizedScheduleTest,RequestIdReuseTest,MidReadLapseTest,SeedScenarioTest
+COMPARE_TESTS=LeaseRulesTest,LeaseTrustRulesTest,ReadQuarantineTest,RandomizedScheduleTest,RequestIdReuseTest,MidReadLapseTest,SeedScenarioTest
 compare=0
 only=()
 for arg in "$@"; do
   case $arg in
     --compare) compare=1 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "unknown option $arg" >&2; exit 2 ;;
     *) only+=("$arg") ;;
   esac
@@ -104,6 +105,7 @@ for line in sys.stdin:
     for key, what in (("received_own_bytes", "received_own_bytes"), ("read_into_own_dblock", "read_into_own_dblock"),
                       ("block READ was still in flight", "read_into_own_dblock"),
                       ("no_spurious_decline", "no_spurious_decline"), ("notif_own_attempt", "notif_own_attempt"),
+                      ("hb_own_attempt", "hb_own_attempt"), ("lifetime_bounded", "lifetime_bounded"),
                       ("still holds something", "nothing held at the end"),
                       ("Java still holds it", "lease not freed where the trail frees it"),
                       ("slot_read_failed without", "no_spurious_decline"), ("which no trail event causes", "no_spurious_decline")):

@@ -27,7 +27,14 @@
  * All three attempts in one model is too large to check in minutes (an exhaustive run of a0+a1+a2 stored
  * 33 million states in 5.5 minutes and did not finish).
  *
- * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B) each remove one rule; see README.md.
+ *   CFG_LIFE    a0 alone, with a clock: ticks, D heartbeating a0 every tick while its pull waits, and the
+ *               lease's maximum lifetime (L12); expiry still may come at any moment, at the latest at exp
+ * CFG_REUSE, CFG_RESTART and CFG_SCARCE also let D end one pull early (a timeout, an abort, its producer
+ * gone) while its block READs may be in flight (L13); CFG_REUSE also has a forger that knows request 0's
+ * id, not its nonce, and sends P one read notification <req>:1 without a nonce (L11).
+ *
+ * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B), MUT_L11, MUT_L12, MUT_L12B, MUT_L13
+ * each remove one rule; see README.md.
  * Other switches: -DLAZY_FLOOD (freed blocks are rewritten at any later time, instead of at once),
  * -DSANITY (model self-checks), -DNO_SPURIOUS_CHECK (drops the no_spurious_decline assertion, to see what
  * else a mutation breaks).
@@ -36,18 +43,31 @@
 #if defined(CFG_RESTART)
 #define WITH_REUSE
 #define WITH_RESTART
+#define WITH_ABORT
+#elif defined(CFG_LIFE)
+#define WITH_TIME
 #elif defined(CFG_TWO)
 #define WITH_TWO
 #define WITH_FAIL
 #elif defined(CFG_SCARCE)
 #define WITH_TWO
 #define WITH_FAIL
+#define WITH_ABORT
 #define NS  1
 #define NDB 1
 #else
 #define WITH_REUSE
 #define WITH_DUP
 #define WITH_FAIL
+#define WITH_ABORT
+#define WITH_FORGE
+#endif
+
+#ifdef WITH_TIME
+#define LEASE_T 3    /* a lease's first expiry: export + 3 ticks (30 s in the Java replay: 1 tick = 10 s) */
+#define EXT_T   2    /* a heartbeat extends to now + 2 ticks (2/3 of the lease) */
+#define MAX_T   4    /* maximum lifetime: export + 4 ticks, whatever the heartbeats (L12) */
+#define NT      6    /* ticks in a run */
 #endif
 
 #define NA    3      /* attempts */
@@ -69,7 +89,8 @@
 
 mtype = { RESERVED, SLOT_WRITTEN, EXPORTED, RELEASING, FREED,          /* lease states on P */
           QUEUED, READING, CHECKING_SLOTS, RECEIVED, DECLINED,         /* pull states on D  */
-          lease_mismatch, slot_read_failed, no_lease };                /* decline reasons   */
+          lease_mismatch, slot_read_failed, no_lease, ended };         /* decline reasons (ended: timeout,
+                                                                          abort or producer gone) */
 
 /* ------------------------------------------------------------------ P --- */
 typedef BlockPoolT {
@@ -155,6 +176,18 @@ bit   dupUsed;               /* at most one notification is duplicated */
 #ifdef MUT_L6
 bit   notified[NA];
 #endif
+#ifdef WITH_ABORT
+bit   abortUsed;             /* at most one pull ends early */
+bit   quar[NA];              /* the pull ended with a READ in flight: its D block is held in quarantine (L13) */
+#endif
+#ifdef WITH_FORGE
+bit   forgeUsed;             /* the one forged <req0>:1 (no nonce) has reached a P rank */
+#endif
+#ifdef WITH_TIME
+byte  now;                   /* ticks so far */
+byte  born[NA];              /* tick of the lease's export */
+byte  exp[NA];               /* the lease's expiry tick: the reaper ends it no later */
+#endif
 
 /* ============================================================ P side ====== */
 
@@ -228,6 +261,10 @@ inline export(a) {
     (LeaseTable[a].state == SLOT_WRITTEN) ->
 #endif
     LeaseTable[a].state = EXPORTED;                        /* lease starts, kv_transfer_params to router */
+#ifdef WITH_TIME
+    born[a] = now;
+    exp[a] = now + LEASE_T;
+#endif
     pull[a] = QUEUED;                                      /* router forwards them verbatim to D */
     hbPend[a] = 1;                                         /* D heartbeats from arrival: HB:<req> in flight */
     printf("@ P export a%d\n", a)
@@ -282,29 +319,79 @@ inline earlySlot(a) {      /* MUT_L4: slot back to the pool once the release sta
 }
 #endif
 
-inline heartbeat(a) {      /* HB:<req> from D */
+#ifdef MUT_L12
+#define HB_NONCE_OK(l, a) true                                 /* nonce ignored: the id's lease */
+#else
+#define HB_NONCE_OK(l, a) (LeaseTable[l].nonce == LeaseTable[a].nonce)   /* L12 */
+#endif
+
+#ifdef WITH_TIME
+#ifdef MUT_L12B
+#define CAP(l, t) (t)                                          /* no maximum lifetime */
+#else
+#define CAP(l, t) ((t) < born[l] + MAX_T -> (t) : born[l] + MAX_T) /* L12: never past export + MAX_T */
+#endif
+#define EXTEND(l) if \
+    :: (now + EXT_T > exp[l]) -> exp[l] = CAP(l, now + EXT_T) \
+    :: else -> skip \
+    fi
+#define LIVE(l) (LeaseTable[l].state == EXPORTED && now < exp[l])  /* as Lease.isLive: not at its expiry */
+#else
+#define EXTEND(l) skip                                         /* no clock: extension has no state */
+#define LIVE(l) (LeaseTable[l].state == EXPORTED)
+#endif
+
+inline heartbeat(a) {      /* HB:<req>:<nonce> from the pull of attempt a */
   d_step {
     hbPend[a] ->
     hbPend[a] = 0;
     l = byId[REQ(a)];
     if
-    :: (l != NONE && LeaseTable[l].state == EXPORTED) ->
-       printf("@ P heartbeat req=%d extends a%d\n", REQ(a), l)  /* no clock: extension has no state */
+    :: (l != NONE && LIVE(l) && HB_NONCE_OK(l, a)) ->
+       hbFrom = a;
+       /* property hb_own_attempt: a lease with a slot is extended only by a heartbeat carrying its nonce */
+       assert(LeaseTable[hbFrom].nonce == LeaseTable[l].nonce || LeaseTable[l].slot == NONE);
+       EXTEND(l);
+       printf("@ P heartbeat of a%d req=%d extends a%d\n", a, REQ(a), l)
+    :: (l != NONE && LIVE(l) && !HB_NONCE_OK(l, a)) ->
+       printf("@ P heartbeat of a%d req=%d refused\n", a, REQ(a))
 #ifdef MUT_L8
-    :: (l != NONE && (LeaseTable[l].state == RELEASING || LeaseTable[l].state == FREED)) ->
+    :: (l != NONE && (LeaseTable[l].state == RELEASING || LeaseTable[l].state == FREED) && HB_NONCE_OK(l, a)) ->
        LeaseTable[l].state = EXPORTED;                   /* revived: live again, so its nonce is re-armed */
        wpend[IX(l, 0)] = 1;
        wpend[IX(l, 1)] = 1;
-       printf("@ P heartbeat req=%d REVIVES a%d\n", REQ(a), l)
+       printf("@ P heartbeat of a%d req=%d REVIVES a%d\n", a, REQ(a), l)
 #endif
-    :: else -> printf("@ P heartbeat req=%d ignored\n", REQ(a))
+    :: else -> printf("@ P heartbeat of a%d req=%d ignored\n", a, REQ(a))
     fi;
-    l = NONE
+    l = NONE;
+    hbFrom = NONE
   }
 }
 
+#ifdef WITH_TIME
+#define DUE(a) (LeaseTable[a].state == EXPORTED && exp[a] <= now)
+#define WAITING(a) (pull[a] == QUEUED || pull[a] == READING || pull[a] == CHECKING_SLOTS)
+/* Time passes only once the reaper took every lease that is due (it sweeps every step). D heartbeats a
+   waiting pull every tick. Property lifetime_bounded: no lease is live (exported, before its expiry) past
+   export + MAX_T. */
+inline tick() {
+  d_step {
+    (now < NT && !DUE(0) && !DUE(1) && !DUE(2)) ->
+    now++;
+    assert(!LIVE(0) || now - born[0] <= MAX_T);
+    if
+    :: WAITING(0) -> hbPend[0] = 1
+    :: else -> skip
+    fi;
+    printf("@ tick (now %d)\n", now)
+  }
+}
+#endif
+
 proctype LeaseScheduler() {
   byte l = NONE;
+  byte hbFrom = NONE;
 end:
   do
   :: schedule(0)
@@ -324,6 +411,9 @@ end:
   :: heartbeat(0)
   :: heartbeat(1)
   :: heartbeat(2)
+#ifdef WITH_TIME
+  :: tick()
+#endif
 #ifdef MUT_L4
   :: earlySlot(0)
   :: earlySlot(1)
@@ -426,6 +516,42 @@ inline deliver(a, r) {     /* notification <req>:<consumers=1>:<nonce> sent by p
   }
 }
 
+#ifdef WITH_FORGE
+#ifdef MUT_L11
+#define UNSIGNED_OK(b) true                                    /* a notification without a nonce is believed */
+#else
+#define UNSIGNED_OK(b) (LeaseTable[b].slot == NONE)            /* L11: only a lease without a slot has no nonce */
+#endif
+
+inline matchForged(b, r) {
+  if
+  :: (REQ(b) == 0 && wlive[IX(b, r)] && UNSIGNED_OK(b)) -> l = b
+  :: else -> skip
+  fi
+}
+
+/* <req0>:1 from a peer that knows request 0's id (ids are no secret), not its nonce; it arrives at one rank
+   at any moment (when it was sent does not matter: P sees it only when it arrives) */
+inline deliverForged(r) {
+  d_step {
+    !forgeUsed ->
+    forgeUsed = 1;
+    matchForged(0, r);
+    matchForged(1, r);
+    if
+    :: l != NONE ->
+       printf("@ P%d forged notification req=0 counted for a%d, finished-sending\n", r, l);
+       /* property notif_own_attempt: a lease with a slot is released only by its own reader */
+       assert(LeaseTable[l].slot == NONE);
+       zeroAndReport(l, r)
+    :: else ->
+       printf("@ P%d forged notification req=0 ignored\n", r)
+    fi;
+    l = NONE
+  }
+}
+#endif
+
 #ifdef MUT_L3
 inline lateZero(a, r) {
   d_step {
@@ -448,6 +574,9 @@ end:
   :: deliver(0, r)
   :: deliver(1, r)
   :: deliver(2, r)
+#ifdef WITH_FORGE
+  :: deliverForged(r)
+#endif
 #ifdef MUT_L3
   :: lateZero(0, r)
   :: lateZero(1, r)
@@ -563,6 +692,39 @@ inline earlyNotify(a) {    /* MUT_L6: notify as soon as the block READs complete
 }
 #endif
 
+#ifdef WITH_ABORT
+#define IN_FLIGHT(a) (rd[IX(a, 0)] == 1 || rd[IX(a, 1)] == 1)
+inline endEarly(a) {       /* the pull ends before it is decided: timeout, abort, or its producer gone */
+  d_step {
+    (!abortUsed && (pull[a] == QUEUED || pull[a] == READING || pull[a] == CHECKING_SLOTS)) ->
+    abortUsed = 1;
+    if
+    :: (pull[a] != QUEUED && IN_FLIGHT(a)) ->
+#ifdef MUT_L13
+       dOwner[dblk[a]] = NONE;                           /* freed at once: the READ may still land */
+#else
+       quar[a] = 1;                                      /* L13: held until every READ of it is terminal */
+#endif
+       skip
+    :: (pull[a] != QUEUED && !IN_FLIGHT(a)) -> dOwner[dblk[a]] = NONE
+    :: else -> skip
+    fi;
+    pull[a] = DECLINED;
+    why[a] = ended;
+    printf("@ D abort a%d\n", a)
+  }
+}
+
+inline unquarantine(a) {
+  d_step {
+    (quar[a] && !IN_FLIGHT(a)) ->
+    quar[a] = 0;
+    dOwner[dblk[a]] = NONE;
+    printf("@ D quarantined dblk %d of a%d free: its READs ended\n", dblk[a], a)
+  }
+}
+#endif
+
 inline decodeDone(a) {
   d_step {
     (pull[a] == RECEIVED && !decoded[a]) ->
@@ -589,6 +751,14 @@ end:
   :: decodeDone(0)
   :: decodeDone(1)
   :: decodeDone(2)
+#ifdef WITH_ABORT
+  :: endEarly(0)
+  :: endEarly(1)
+  :: endEarly(2)
+  :: unquarantine(0)
+  :: unquarantine(1)
+  :: unquarantine(2)
+#endif
 #ifdef MUT_L6
   :: earlyNotify(0)
   :: earlyNotify(1)

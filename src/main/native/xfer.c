@@ -135,7 +135,12 @@ int pdx_xfer_release(pdx_agent_t *a, pdx_xfer_t *x)
         return PDX_ERR_ARGUMENT;
     }
     int rc = nixl_capi_release_xfer_req(a->agent, x->req);
+    if (rc != NIXL_CAPI_SUCCESS) {
+        /* NIXL refused (its backend cannot cancel a READ in flight) and still owns the request: keep
+         * the handle, so the caller can poll it and release it again once it is terminal. */
+        return rc;
+    }
     int rc2 = nixl_capi_destroy_xfer_req(x->req);
     free(x);
-    return rc != NIXL_CAPI_SUCCESS ? rc : rc2;
+    return rc2;
 }

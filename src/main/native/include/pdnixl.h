@@ -84,7 +84,8 @@ int pdx_read_post(pdx_agent_t *agent, pdx_dlist_t *local, const int32_t *local_i
                   pdx_dlist_t *remote, const int32_t *remote_idx, uint32_t n,
                   const uint8_t *notif, uint64_t notif_len, pdx_xfer_t **xfer_out);
 int pdx_xfer_status(pdx_agent_t *agent, pdx_xfer_t *xfer);
-/* Releases (and so cancels, if still active) a request. */
+/* Releases (and so cancels, if still active) a request. If NIXL refuses (a backend that cannot cancel
+ * an active request), the request stays owned by the caller, who polls it and releases it again. */
 int pdx_xfer_release(pdx_agent_t *agent, pdx_xfer_t *xfer);
 
 int pdx_notif_send(pdx_agent_t *agent, const char *remote_name, const uint8_t *msg,

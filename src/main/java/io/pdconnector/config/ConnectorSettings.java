@@ -32,6 +32,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .leaseDuration(pd.lease().duration())
                 .verification(pd.lease().verification())
                 .reservationTimeout(pd.lease().reservationTimeout())
+                .leaseMaxLifetime(pd.lease().maxLifetime())
                 .commandQueueCapacity(pd.http().queueCapacity())
                 .build();
     }

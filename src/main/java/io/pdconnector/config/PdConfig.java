@@ -124,6 +124,13 @@ public interface PdConfig {
         @WithDefault("10m")
         Duration reservationTimeout();
 
+        /**
+         * How long after its export a lease lives at most, however often a decoder heartbeats it: a
+         * decoder that never reads cannot hold P's blocks for good. At least the lease duration.
+         */
+        @WithDefault("10m")
+        Duration maxLifetime();
+
         /** Where the nonce epoch is kept, so nonces never repeat across restarts (L1). */
         @WithDefault(".cache/pd-state")
         @NotBlank

@@ -60,6 +60,11 @@ public record ProducerConfig(
         return lease.reservationTimeout();
     }
 
+    /** How long after its export a lease ends, whatever its heartbeats (L12). */
+    public Duration leaseMaxLifetime() {
+        return lease.maxLifetime();
+    }
+
     public Path stateDir() {
         return lease.stateDir();
     }
@@ -83,7 +88,8 @@ public record ProducerConfig(
     /**
      * Builds {@link ProducerConfig}s; the defaults are those of {@link PdConfig}: 127.0.0.1:8080, tp 1,
      * {@link ModelGeometry#DEFAULT}, 256 blocks, max_num_seqs 64, default lease slots, a 30 s verified
-     * lease, a 10 min reservation timeout, a command queue of 1024 and no KV file directory.
+     * lease living at most 10 min, a 10 min reservation timeout, a command queue of 1024 and no KV file
+     * directory.
      */
     public static final class Builder {
 
@@ -99,6 +105,7 @@ public record ProducerConfig(
         private Duration leaseDuration = LeaseSettings.DEFAULT_DURATION;
         private boolean verification = true;
         private Duration reservationTimeout = LeaseSettings.DEFAULT_RESERVATION_TIMEOUT;
+        private Duration maxLifetime = LeaseSettings.DEFAULT_MAX_LIFETIME;
         private int commandQueueCapacity = 1024;
         private Path kvShmDir;
 
@@ -148,6 +155,12 @@ public record ProducerConfig(
             return this;
         }
 
+        /** No heartbeat extends a lease past this long after its export (L12). */
+        public Builder leaseMaxLifetime(Duration maxLifetime) {
+            this.maxLifetime = maxLifetime;
+            return this;
+        }
+
         public Builder stateDir(Path stateDir) {
             this.stateDir = stateDir;
             return this;
@@ -167,7 +180,8 @@ public record ProducerConfig(
         public ProducerConfig build() {
             return new ProducerConfig(new InstanceSettings(engineId, tpSize, geometry), host, port, numBlocks,
                     maxNumSeqs, kvShmDir,
-                    new LeaseSettings(leaseDuration, verification, leaseSlots, reservationTimeout, stateDir),
+                    new LeaseSettings(leaseDuration, verification, leaseSlots, reservationTimeout, maxLifetime,
+                            stateDir),
                     commandQueueCapacity);
         }
     }

@@ -4,7 +4,11 @@ import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
 
-/** One posted block READ of a pull: one source rank into one decode rank. Released once, when terminal. */
+/**
+ * One posted block READ of a pull: one source rank into one decode rank. Its handle is released once
+ * NIXL reports the READ terminal, never before (L13): a cancel may report success while bytes still
+ * land, or be refused; a release the engine refuses leaves the handle held, to be tried again.
+ */
 final class BlockRead {
 
     private final SliceChannel channel;
@@ -12,14 +16,16 @@ final class BlockRead {
     private final long postedAt;
     private final long postNanos;
     private ReadRequest request;
+    private boolean terminal;
     private boolean failed;
 
-    private BlockRead(SliceChannel channel, PullObserver observer, ReadRequest request, boolean failed,
-            long postedAt, long postNanos) {
+    private BlockRead(SliceChannel channel, PullObserver observer, ReadRequest request, long postedAt,
+            long postNanos) {
         this.channel = channel;
         this.observer = observer;
         this.request = request;
-        this.failed = failed;
+        this.terminal = request == null;
+        this.failed = request == null;
         this.postedAt = postedAt;
         this.postNanos = postNanos;
     }
@@ -30,44 +36,76 @@ final class BlockRead {
         try {
             ReadRequest r = channel.rank().agent().postRead(channel.local(), channel.indices(localBlocks),
                     channel.remote(), channel.indices(remoteBlocks), null);
-            return new BlockRead(channel, observer, r, false, start, System.nanoTime() - start);
+            return new BlockRead(channel, observer, r, start, System.nanoTime() - start);
         } catch (TransferException e) {
             observer.blockReadFailed();
-            return new BlockRead(channel, observer, null, true, start, System.nanoTime() - start);
+            return new BlockRead(channel, observer, null, start, System.nanoTime() - start);
         }
     }
 
-    /** Polls once; true when terminal (done or failed), and then the READ is already released. */
+    /**
+     * Polls once; true when terminal (done, failed, or the peer's agent gone), and then its handle is
+     * released, or kept for the next poll if the engine refuses.
+     */
     boolean poll() {
-        if (request == null) {
-            return true;
-        }
-        try {
-            if (channel.rank().agent().status(request) == TransferStatus.IN_PROGRESS) {
-                return false;
+        if (!terminal) {
+            try {
+                if (channel.rank().agent().status(request) == TransferStatus.IN_PROGRESS) {
+                    return false;
+                }
+                observer.blockReadDone(request.bytes(), request.descriptorCount(), postNanos,
+                        System.nanoTime() - postedAt);
+            } catch (TransferException e) {
+                failed = true;
+                observer.blockReadFailed();
             }
-            observer.blockReadDone(request.bytes(), request.descriptorCount(), postNanos, System.nanoTime() - postedAt);
-        } catch (TransferException e) {
-            failed = true;
-            observer.blockReadFailed();
+            terminal = true;
         }
-        release();
+        releaseHandle();
         return true;
     }
 
+    private void releaseHandle() {
+        if (request == null) {
+            return;
+        }
+        try {
+            channel.rank().agent().release(request);
+            request = null;
+        } catch (TransferException e) {
+            // kept: the next poll tries again; the handle is never dropped while NIXL may still hold it
+        }
+    }
+
+    /** No byte of it can land any more: NIXL said so. */
     boolean terminal() {
-        return request == null;
+        return terminal;
+    }
+
+    /** Its handle is still held (in flight, or its release was refused). */
+    boolean held() {
+        return request != null;
     }
 
     boolean failed() {
         return failed;
     }
 
-    /** Releases (cancelling, if still in flight) the READ; idempotent. */
-    void release() {
-        if (request != null) {
+    /**
+     * Shutdown only: releases the handle even in flight (a cancel), since the memory it writes into
+     * goes with the loop. False if the engine refused; the handle then stays held, and its agent
+     * refuses to close, which says so.
+     */
+    boolean cancel() {
+        if (request == null) {
+            return true;
+        }
+        try {
             channel.rank().agent().release(request);
             request = null;
+            return true;
+        } catch (TransferException e) {
+            return false;
         }
     }
 }

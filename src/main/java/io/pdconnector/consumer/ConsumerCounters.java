@@ -26,4 +26,8 @@ public final class ConsumerCounters {
     public final AtomicLong pullsFailed = new AtomicLong();
     /** Decided pulls released by D after {@code pd.consumer.retention} because nobody read or released them. */
     public final AtomicLong expiredUnread = new AtomicLong();
+    /** Block READs still in flight when their pull ended, held until NIXL reported them terminal (L13). */
+    public final AtomicLong readsQuarantined = new AtomicLong();
+    /** D blocks held back with such READs instead of being freed at once (L13). */
+    public final AtomicLong blocksQuarantined = new AtomicLong();
 }

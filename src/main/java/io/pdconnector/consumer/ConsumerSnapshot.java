@@ -1,8 +1,12 @@
 package io.pdconnector.consumer;
 
-/** A consistent view of what the consumer holds, taken on its step loop. */
+/**
+ * A consistent view of what the consumer holds, taken on its step loop. {@code blockReadsInFlight}
+ * counts every block READ handle held, the quarantine's too; {@code quarantinedBlocks} are blocks of
+ * ended pulls that a READ may still write (L13).
+ */
 public record ConsumerSnapshot(int freeBlocks, int totalBlocks, int pulls, int blockReadsInFlight,
-        int slotReadsInFlight, int peers) {
+        int slotReadsInFlight, int peers, int quarantinedBlocks) {
 
     /** Nothing held beyond the peers' prepared lists: every block free, no pull, no READ. */
     public boolean idle() {

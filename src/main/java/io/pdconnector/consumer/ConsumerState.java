@@ -13,9 +13,9 @@ import java.util.Map;
 
 /**
  * What D's step-loop phases share, owned by the loop thread: the pulls and the lists that say which
- * phase each undecided one waits in, the peers, the decode ranks and the local block pool. A pull
- * is in at most one of {@link #queued}, {@link #reading} and {@link #checking}, and in none once
- * decided.
+ * phase each undecided one waits in, the peers, the decode ranks, the local block pool and the
+ * {@link Quarantine} of what ended pulls left in flight. A pull is in at most one of {@link #queued},
+ * {@link #reading} and {@link #checking}, and in none once decided.
  */
 final class ConsumerState {
 
@@ -25,6 +25,7 @@ final class ConsumerState {
     final LeaseVerification verification;
     final ConsumerCounters counters = new ConsumerCounters();
     final IndexPool blocks;
+    final Quarantine quarantine;
     final ReferenceEngine reference;
     /** Filled when the loop opens; handshaken peers keep this list, so it is never replaced. */
     final List<ConsumerRank> ranks = new ArrayList<>();
@@ -41,6 +42,7 @@ final class ConsumerState {
         this.observer = observer;
         this.verification = new LeaseVerification(config.leaseVerification());
         this.blocks = new IndexPool("block", config.numBlocks());
+        this.quarantine = new Quarantine(blocks, counters);
         this.reference = new ReferenceEngine(config.geometry());
     }
 
@@ -69,10 +71,10 @@ final class ConsumerState {
     }
 
     ConsumerSnapshot snapshot() {
-        int readsInFlight = pulls.values().stream().mapToInt(Pull::readsInFlight).sum();
+        int readsInFlight = pulls.values().stream().mapToInt(Pull::readsInFlight).sum() + quarantine.reads();
         int slotReads = (int) peers.values().stream().flatMap(p -> p.slotChannels().stream())
                 .filter(c -> c.inFlight() != null).count();
         return new ConsumerSnapshot(blocks.freeCount(), blocks.capacity(), pulls.size(), readsInFlight, slotReads,
-                peers.size());
+                peers.size(), quarantine.blocks());
     }
 }

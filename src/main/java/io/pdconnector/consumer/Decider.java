@@ -8,10 +8,11 @@ import java.util.function.Supplier;
 import org.jboss.logging.Logger;
 
 /**
- * The one place a pull is decided. A clean pull notifies P, with the nonce when verifying, and
- * only here: after its slot check (L6). Anything else counts a lease-check failure when it is one
- * (L7) and applies {@code kv_load_failure_policy}. Either way the pull's READs are released, it
- * leaves its phase list and its heartbeats stop, and its caller gets the outcome.
+ * The one place a pull is decided. A clean pull notifies P, with the lease's nonce, and only here:
+ * after its slot check (L6). Anything else counts a lease-check failure when it is one (L7) and
+ * applies {@code kv_load_failure_policy}. Either way the pull leaves its phase list, its heartbeats
+ * stop, and its caller gets the outcome; a READ it still holds goes to the {@link Quarantine}, with
+ * its blocks if that READ is still in flight (L13).
  *
  * <p>It is also the one place a pull is failed by a bug: every phase runs each pull's share of its
  * work through {@link #guard}, so an unexpected exception (or an {@link OutOfMemoryError}) fails the
@@ -31,10 +32,11 @@ final class Decider {
 
     /** {@code reason} null: the pull is clean (its slots matched, or verification is off). */
     void decide(Pull pull, DeclineReason reason) {
-        pull.releaseReads();
+        state.quarantine.takeOver(pull);
         state.unlist(pull);
         pull.peer().stopHeartbeating(pull);
-        state.observer.pullDecided(reason, recomputes(pull, reason));
+        boolean recompute = recomputes(pull, reason);
+        state.observer.pullDecided(reason, recompute);
         if (reason == null) {
             notices.notifyRead(pull);
             pull.moveTo(PullState.RECEIVED, null);
@@ -43,7 +45,7 @@ final class Decider {
             if (reason.leaseCheckFailure()) {
                 state.counters.leaseCheckFailures.incrementAndGet();
             }
-            applyPolicy(pull, reason);
+            applyPolicy(pull, reason, recompute);
         }
         pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());
         pull.reply().complete(pull.outcome());
@@ -68,9 +70,10 @@ final class Decider {
     }
 
     /**
-     * A bug struck while the step handled this pull: its READs are released (before its blocks go),
-     * it leaves its phase list, stops heartbeating and is forgotten, P is not told it was read (its
-     * lease expires), and its caller gets an internal error (500) instead of waiting for an answer.
+     * A bug struck while the step handled this pull: a READ it still holds goes to the quarantine
+     * (with its blocks if in flight, L13), it leaves its phase list, stops heartbeating and is
+     * forgotten, P is not told it was read (its lease expires), and its caller gets an internal error
+     * (500) instead of waiting for an answer.
      */
     void fail(Pull pull, Throwable cause) {
         boolean held = state.pulls.get(pull.requestId()) == pull;
@@ -80,7 +83,7 @@ final class Decider {
         LOG.errorf(cause, "pull %s failed in the step of %s; it alone is failed and the loop goes on",
                 pull.requestId(), state.config.engineId());
         state.counters.pullsFailed.incrementAndGet();
-        pull.releaseReads();
+        state.quarantine.takeOver(pull);
         state.unlist(pull);
         pull.peer().stopHeartbeating(pull);
         if (held) {
@@ -94,17 +97,26 @@ final class Decider {
     }
 
     /**
-     * Recompute needs local blocks to write into, and an aborted pull's caller wants no KV. The
-     * observer is told the same answer the policy acts on.
+     * Recompute needs local blocks to write into, and an aborted pull's caller wants no KV. A pull
+     * whose blocks a READ may still write (quarantined) recomputes into new ones if there are any.
      */
     private boolean recomputes(Pull pull, DeclineReason reason) {
-        return reason != null && state.config.failurePolicy() == LoadFailurePolicy.RECOMPUTE
-                && reason != DeclineReason.ABORTED && pull.localBlocks() != null;
+        if (reason == null || state.config.failurePolicy() != LoadFailurePolicy.RECOMPUTE
+                || reason == DeclineReason.ABORTED) {
+            return false;
+        }
+        if (pull.localBlocks() == null && pull.blocksQuarantined()) {
+            int[] fresh = state.blocks.allocate(pull.params().blockIds().length);
+            if (fresh != null) {
+                pull.assignBlocks(fresh);
+            }
+        }
+        return pull.localBlocks() != null;
     }
 
     /** A declined pull is forgotten at once: its caller has the reason, and nothing is left to release. */
-    private void applyPolicy(Pull pull, DeclineReason reason) {
-        if (recomputes(pull, reason)) {
+    private void applyPolicy(Pull pull, DeclineReason reason, boolean recompute) {
+        if (recompute) {
             state.ranks.forEach(r -> r.recompute(state.reference, pull.localBlocks(), pull.tokens(),
                     state.config.tpSize()));
             pull.moveTo(PullState.RECOMPUTED, reason);

@@ -4,10 +4,11 @@ import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.LeaseNotification;
 
 /**
- * L10, {@code kv_lease_verification}, on D. On (the default): a pull needs P's lease fields, its
- * slots are READ after its block READs and compared before D notifies, and the notification carries
- * the nonce. Off restores the unverified behaviour: no slot READ, notification
- * {@code <req_id>:<consumers>}. Every D-side step that depends on the switch asks here.
+ * L10, {@code kv_lease_verification}, on D. On (the default): a pull needs P's lease fields, and its
+ * slots are READ after its block READs and compared before D notifies. Off restores the unverified
+ * behaviour: no slot READ. Either way notifications and heartbeats carry the lease's nonce when the
+ * params have one (L11, L12: P takes no word for a lease with a slot without it). Every D-side step
+ * that depends on the switch asks here.
  */
 record LeaseVerification(boolean on) {
 
@@ -31,7 +32,8 @@ record LeaseVerification(boolean on) {
         return on;
     }
 
-    long notifiedNonce(KvTransferParams params) {
-        return on ? params.remoteLeaseNonce() : LeaseNotification.NO_NONCE;
+    /** The nonce D's notifications and heartbeats for this lease carry. */
+    static long nonceOf(KvTransferParams params) {
+        return params.hasLease() ? params.remoteLeaseNonce() : LeaseNotification.NO_NONCE;
     }
 }

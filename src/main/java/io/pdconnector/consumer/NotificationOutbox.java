@@ -18,23 +18,27 @@ final class NotificationOutbox {
     private static final int HEARTBEAT_BYTES = 4000;
 
     private final ConsumerConfig config;
-    private final LeaseVerification verification;
     private final ConsumerCounters counters;
 
     NotificationOutbox(ConsumerState state) {
         this.config = state.config;
-        this.verification = state.verification;
         this.counters = state.counters;
     }
 
-    /** Every peer whose heartbeat is due gets {@code HB:} messages on each of its ranks the pulls read. */
+    /**
+     * Every peer whose heartbeat is due gets {@code HB:} messages on each of its ranks the pulls read,
+     * each lease named with its nonce (L12).
+     */
     int sendHeartbeats(Collection<RemotePeer> peers, long now) {
         int sent = 0;
         for (RemotePeer peer : peers) {
             if (peer.heartbeatDue(now)) {
-                List<String> ids = peer.undecided().stream().map(Pull::remoteRequestId).distinct().toList();
+                List<LeaseNotification.LeaseRef> leases = peer.undecided().stream()
+                        .map(p -> new LeaseNotification.LeaseRef(p.remoteRequestId(),
+                                LeaseVerification.nonceOf(p.params())))
+                        .distinct().toList();
                 for (int q = 0; q < peer.ranks().size(); q++) {
-                    sent += sendHeartbeat(via(peer, q), ids);
+                    sent += sendHeartbeat(via(peer, q), leases);
                 }
                 peer.heartbeatSent(now, config.heartbeatInterval().toMillis());
             }
@@ -44,10 +48,10 @@ final class NotificationOutbox {
 
     /**
      * L6: sent only by {@link Decider#decide} for a clean pull, so after its slot check: each decode
-     * rank tells each prefill rank it read how many readers to expect, with the lease's nonce.
+     * rank tells each prefill rank it read how many readers to expect, with the lease's nonce (L11).
      */
     void notifyRead(Pull pull) {
-        long nonce = verification.notifiedNonce(pull.params());
+        long nonce = LeaseVerification.nonceOf(pull.params());
         for (SliceChannel channel : pull.peer().slices()) {
             int q = channel.slice().prefillRank();
             byte[] message = new LeaseNotification.Read(pull.remoteRequestId(),
@@ -60,18 +64,19 @@ final class NotificationOutbox {
         return peer.slices().stream().filter(s -> s.slice().prefillRank() == q).findFirst().orElseThrow();
     }
 
-    private int sendHeartbeat(SliceChannel via, List<String> ids) {
+    private int sendHeartbeat(SliceChannel via, List<LeaseNotification.LeaseRef> leases) {
         int sent = 0;
-        List<String> chunk = new ArrayList<>();
+        List<LeaseNotification.LeaseRef> chunk = new ArrayList<>();
         int bytes = 0;
-        for (String id : ids) {
-            if (bytes + id.length() + 1 > HEARTBEAT_BYTES) {
+        for (LeaseNotification.LeaseRef lease : leases) {
+            int entry = LeaseNotification.Heartbeat.entryBytes(lease);
+            if (!chunk.isEmpty() && bytes + entry > HEARTBEAT_BYTES) {
                 sent += send(via, new LeaseNotification.Heartbeat(chunk).encode(), counters.heartbeatsSent);
                 chunk = new ArrayList<>();
                 bytes = 0;
             }
-            chunk.add(id);
-            bytes += id.length() + 1;
+            chunk.add(lease);
+            bytes += entry;
         }
         if (!chunk.isEmpty()) {
             sent += send(via, new LeaseNotification.Heartbeat(chunk).encode(), counters.heartbeatsSent);

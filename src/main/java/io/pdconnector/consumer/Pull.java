@@ -22,6 +22,7 @@ final class Pull {
     private PullState state = PullState.QUEUED;
     private DeclineReason reason;
     private int[] localBlocks;
+    private boolean blocksQuarantined;
     private boolean slotReadFailed;
     private long retainedUntilMillis = Long.MAX_VALUE;
 
@@ -78,12 +79,37 @@ final class Pull {
         return reads.stream().anyMatch(BlockRead::failed);
     }
 
-    void releaseReads() {
-        reads.forEach(BlockRead::release);
+    /** The READs whose handles are still held, which leave this pull ({@link Quarantine#takeOver}). */
+    List<BlockRead> takeHeldReads() {
+        List<BlockRead> held = reads.stream().filter(BlockRead::held).toList();
+        reads.removeAll(held);
+        return held;
+    }
+
+    /** The local blocks leave this pull: a READ may still land in them ({@link Quarantine}). */
+    int[] surrenderBlocks() {
+        int[] blocks = localBlocks;
+        localBlocks = null;
+        blocksQuarantined = blocks != null;
+        return blocks;
+    }
+
+    /** Whether its blocks went to the quarantine, so it would need new ones to recompute into. */
+    boolean blocksQuarantined() {
+        return blocksQuarantined;
+    }
+
+    /** Shutdown only: every READ still held is cancelled; false if the engine refused one. */
+    boolean cancelReads() {
+        boolean all = true;
+        for (BlockRead r : reads) {
+            all &= r.cancel();
+        }
+        return all;
     }
 
     int readsInFlight() {
-        return (int) reads.stream().filter(r -> !r.terminal()).count();
+        return (int) reads.stream().filter(BlockRead::held).count();
     }
 
     void observeSlot(int prefillRank, long value) {

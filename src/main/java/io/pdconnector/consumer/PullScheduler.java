@@ -9,6 +9,7 @@ import io.pdconnector.protocol.MetadataDirectory;
 import io.pdconnector.transfer.TransferEngine;
 import java.time.InstantSource;
 import java.util.List;
+import org.jboss.logging.Logger;
 
 /**
  * The consumer's step loop, a sibling of the producer's {@code LeaseScheduler}: one thread owns
@@ -18,7 +19,8 @@ import java.util.List;
  *     against the peer, and starts heartbeating at once ({@link Arrival});</li>
  * <li>send due heartbeats, batched per remote engine ({@link NotificationOutbox});</li>
  * <li>poll block READs; a pull whose READs are all terminal (L9) goes on to the slot check
- *     ({@link ReadPoller});</li>
+ *     ({@link ReadPoller}); poll the READs ended pulls left in flight, and free their blocks once
+ *     those are terminal ({@link Quarantine}, L13);</li>
  * <li>post one slot READ per remote rank for every pull that got there (L5), spin on it (bounded),
  *     compare, and decide: notify with the nonce only after a match (L6), else decline (L7)
  *     ({@link SlotChecker}, {@link Decider});</li>
@@ -30,6 +32,8 @@ import java.util.List;
  * {@link ConsumerFacade}.
  */
 public final class PullScheduler implements StepWorker {
+
+    private static final Logger LOG = Logger.getLogger(PullScheduler.class);
 
     private final ConsumerState state;
     private final TransferEngine engine;
@@ -110,6 +114,7 @@ public final class PullScheduler implements StepWorker {
         int work = commands.drain(c -> handler.handle(c, now));
         work += sendHeartbeats(now);
         work += reads.poll();
+        work += state.quarantine.poll();
         work += slots.check(now);
         work += starter.startQueued();
         work += expiry.expire(now);
@@ -132,9 +137,13 @@ public final class PullScheduler implements StepWorker {
     private void publishGauges() {
         gauges.publish(state.blocks.capacity() - state.blocks.freeCount(), state.blocks.capacity(), 0, 0,
                 state.pulls.size(), commands.size());
+        gauges.publishQuarantined(state.quarantine.blocks());
     }
 
-    /** Shuts down: unanswered commands fail, undecided pulls are aborted, peers and agents released. */
+    /**
+     * Shuts down: unanswered commands fail, undecided pulls are aborted, READs still in flight
+     * cancelled (the memory they write goes with the loop), peers and agents released.
+     */
     @Override
     public void close() {
         if (!open) {
@@ -145,11 +154,14 @@ public final class PullScheduler implements StepWorker {
         commands.failAll(closing);
         for (Pull pull : List.copyOf(state.pulls.values())) {
             if (!pull.state().decided()) {
-                pull.releaseReads();
+                if (!pull.cancelReads()) {
+                    LOG.errorf("a READ of pull %s could not be cancelled at shutdown", pull.requestId());
+                }
                 pull.reply().completeExceptionally(closing);
             }
         }
         state.pulls.clear();
+        state.quarantine.cancelAll();
         state.peers.values().forEach(RemotePeer::release);
         state.peers.clear();
         state.ranks.forEach(ConsumerRank::close);

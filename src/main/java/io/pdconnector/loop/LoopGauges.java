@@ -12,6 +12,7 @@ public final class LoopGauges {
     private volatile int slotsTotal;
     private volatile int liveRequests;
     private volatile int queued;
+    private volatile int quarantined;
 
     public void publish(int blocksInUse, int blocksTotal, int slotsInUse, int slotsTotal, int liveRequests,
             int queued) {
@@ -21,6 +22,15 @@ public final class LoopGauges {
         this.slotsTotal = slotsTotal;
         this.liveRequests = liveRequests;
         this.queued = queued;
+    }
+
+    /** D only: blocks of ended pulls a READ may still write, held until it is terminal (L13). */
+    public void publishQuarantined(int blocks) {
+        this.quarantined = blocks;
+    }
+
+    public int quarantined() {
+        return quarantined;
     }
 
     public int blocksInUse() {

@@ -71,6 +71,14 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
 
     public void bindProducer(ProducerCounters c, LoopGauges g) {
         counter(upstream + "nixl_num_kv_expired_reqs", "Leases that expired unread", c.leasesExpired);
+        counter("pd_leases_max_lifetime", "Expired leases whose heartbeats asked for more than pd.lease.max-lifetime"
+                + " (also counted as expired)", c.leasesAtMaxLifetime);
+        FunctionCounter.builder("pd_notifications_refused", c.notificationsRefusedNonce, AtomicLong::doubleValue)
+                .tag("reason", "nonce").description("Read notifications and heartbeats P refused: without the"
+                        + " lease's nonce, or claiming more readers than a TP mapping allows").register(registry);
+        FunctionCounter.builder("pd_notifications_refused", c.notificationsRefusedConsumers, AtomicLong::doubleValue)
+                .tag("reason", "consumers").description("Read notifications and heartbeats P refused: without the"
+                        + " lease's nonce, or claiming more readers than a TP mapping allows").register(registry);
         counter("pd_stale_notifications_ignored", "Read notifications whose nonce was not the live lease's",
                 c.staleNotifications);
         counter("pd_leases_exported", "Leases exported as kv_transfer_params", c.leasesExported);
@@ -108,6 +116,12 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_pulls_expired_unread", "Received or recomputed pulls released after pd.consumer.retention,"
                 + " never read nor released", c.expiredUnread);
         counter("pd_pulls_failed", "Pulls failed by an unexpected error in D's step (answered 500)", c.pullsFailed);
+        counter("pd_reads_quarantined", "Block READs still in flight when their pull ended, held until terminal",
+                c.readsQuarantined);
+        counter("pd_blocks_quarantined", "D blocks held back with such READs instead of freed at once",
+                c.blocksQuarantined);
+        gauge("pd_blocks_in_quarantine", "D blocks of ended pulls a READ still in flight may write", g,
+                LoopGauges::quarantined);
         gauges("consumer", g);
     }
 

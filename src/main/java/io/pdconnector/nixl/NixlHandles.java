@@ -12,8 +12,9 @@ import java.util.Set;
  * Every handle one agent has handed out and not yet taken back. A handle is accepted only if it is
  * in here, so a second release or another agent's handle is refused in Java instead of reaching
  * native code with a dangling pointer. The take methods remove a handle before its native release:
- * whatever that release reports, the handle is spent. Identity sets: two equal records are still
- * two registrations.
+ * whatever that release reports, the handle is spent; a READ is the exception ({@link NixlReads#release}:
+ * NIXL keeps a READ it cannot cancel, so its handle is taken only after the release succeeded).
+ * Identity sets: two equal records are still two registrations.
  */
 final class NixlHandles {
 

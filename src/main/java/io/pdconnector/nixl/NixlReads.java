@@ -83,8 +83,13 @@ final class NixlReads {
         return read.done ? TransferStatus.DONE : TransferStatus.IN_PROGRESS;
     }
 
+    /**
+     * The handle is given up only once NIXL has let go of the READ: a refused release (its backend
+     * cannot cancel it) throws and leaves the READ held, to be polled and released again.
+     */
     void release(ReadRequest request) {
-        NixlRead read = handles.takeRead(request);
+        NixlRead read = handles.read(request);
         check("pdx_xfer_release(" + read.remoteAgent() + ")", native_.xferRelease(agent, read.handle));
+        handles.takeRead(request);
     }
 }

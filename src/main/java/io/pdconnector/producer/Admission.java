@@ -2,6 +2,7 @@ package io.pdconnector.producer;
 
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UnavailableException;
+import io.pdconnector.protocol.LeaseNotification;
 import java.util.OptionalInt;
 
 /**
@@ -61,7 +62,7 @@ final class Admission {
     /** A nonce is drawn only with a slot: a slotless lease has none to write or check. */
     private Lease reserve(ProducerCommand.Admission a, int[] blockIds) {
         OptionalInt slot = state.slots.acquire();
-        long nonce = slot.isPresent() ? state.nonces.next() : 0;
+        long nonce = slot.isPresent() ? state.nonces.next() : LeaseNotification.NO_NONCE;
         return state.leases.reserve(a.requestId(), blockIds, a.numTokens(), slot.orElse(Lease.NO_SLOT), nonce);
     }
 }

@@ -63,7 +63,8 @@ final class Exporter {
         } else {
             state.counters.exportsWithoutSlot.incrementAndGet();
         }
-        lease.startClock(now, now + state.config.leaseDuration().toMillis());
+        lease.startClock(now, now + state.config.leaseDuration().toMillis(),
+                state.config.leaseMaxLifetime().toMillis());
         lease.moveTo(LeaseState.EXPORTED);
         state.counters.leasesExported.incrementAndGet();
         return paramsOf(lease);

@@ -26,6 +26,8 @@ public final class Lease {
     private long finishByMillis = Long.MAX_VALUE;
     private long expiresAtMillis = Long.MAX_VALUE;
     private long exportedAtMillis = -1;
+    private long maxEndMillis = Long.MAX_VALUE;
+    private boolean heldToMaxLifetime;
 
     @SuppressWarnings("unchecked")
     Lease(String requestId, int[] blockIds, int numTokens, int slot, long nonce, int rankCount) {
@@ -70,9 +72,11 @@ public final class Lease {
         return finishByMillis;
     }
 
-    void startClock(long now, long expiresAt) {
+    /** The lease clock starts at export; from then on it lives at most {@code maxLifetimeMillis} (L12). */
+    void startClock(long now, long expiresAt, long maxLifetimeMillis) {
         this.exportedAtMillis = now;
-        this.expiresAtMillis = expiresAt;
+        this.maxEndMillis = now + maxLifetimeMillis;
+        this.expiresAtMillis = Math.min(expiresAt, maxEndMillis);
     }
 
     /** When the lease was exported, or -1 if it never was. */
@@ -80,13 +84,25 @@ public final class Lease {
         return exportedAtMillis;
     }
 
-    /** Heartbeat (L8): extends a live lease to max(expiry, now + extension); never revives one. */
+    /**
+     * Heartbeat (L8): extends a live lease to max(expiry, now + extension); never revives one. L12: never
+     * past its maximum lifetime, so a decoder that heartbeats and never reads holds P's blocks only so long.
+     */
     boolean extend(long nowMillis, long extensionMillis) {
         if (!isLive(nowMillis)) {
             return false;
         }
-        expiresAtMillis = Math.max(expiresAtMillis, nowMillis + extensionMillis);
+        long wanted = nowMillis + extensionMillis;
+        if (wanted > maxEndMillis) {
+            heldToMaxLifetime = true;
+        }
+        expiresAtMillis = Math.max(expiresAtMillis, Math.min(wanted, maxEndMillis));
         return true;
+    }
+
+    /** Whether a heartbeat asked for more than the maximum lifetime: an expiry then ends it there. */
+    boolean heldToMaxLifetime() {
+        return heldToMaxLifetime;
     }
 
     boolean expired(long nowMillis) {

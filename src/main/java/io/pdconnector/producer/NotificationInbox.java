@@ -4,23 +4,29 @@ import io.pdconnector.protocol.LeaseNotification;
 import io.pdconnector.transfer.NotificationSink;
 
 /**
- * What a prefill rank does with the notifications decoders send it. Heartbeats extend live leases
- * only (L8). A read notification counts only against the live lease it names: with a nonce, the
- * nonce must be the lease's, so a late reader of an earlier attempt with the same request id is
- * ignored and counted stale; without one (an unverifying decoder, L10) it is taken at its word.
- * Each distinct sender counts once, so a duplicated message cannot stand in for a second reader.
- * What the engine dropped unread (over {@code TransferAgent.MAX_NOTIFICATION_BYTES}) is counted too.
+ * What a prefill rank does with the notifications decoders send it. Any peer can send any bytes and
+ * request ids are no secret; the nonce is, so it is what a notification is believed by. Heartbeats
+ * extend live leases only (L8), and only with the lease's nonce (L12). A read notification counts
+ * only against the exported lease it names and with its nonce (L6, L11): a late reader of an
+ * earlier attempt with the same request id is ignored and counted stale, one without a nonce is
+ * refused unless the lease has no slot (and so no nonce), and one claiming more readers than any TP
+ * mapping gives a rank is refused. Each distinct sender counts once, so a duplicated message cannot
+ * stand in for a second reader. What the engine dropped unread (over
+ * {@code TransferAgent.MAX_NOTIFICATION_BYTES}) is counted too.
  */
 final class NotificationInbox {
 
     private final ProducerState state;
     private final LeaseExit exit;
     private final long extensionMillis;
+    /** A decode rank reads at least one head, so no more decode ranks read one prefill rank than it has heads. */
+    private final int maxConsumers;
 
     NotificationInbox(ProducerState state, LeaseExit exit) {
         this.state = state;
         this.exit = exit;
         this.extensionMillis = state.config.heartbeatExtensionMillis();
+        this.maxConsumers = state.config.geometry().headsPerRank(state.config.tpSize());
     }
 
     /** Everything every rank's agent received since the last step. */
@@ -48,14 +54,18 @@ final class NotificationInbox {
 
     private void accept(int rank, String from, byte[] message, long now) {
         switch (LeaseNotification.parse(message)) {
-            case LeaseNotification.Heartbeat hb -> hb.requestIds().forEach(id -> heartbeat(id, now));
+            case LeaseNotification.Heartbeat hb -> hb.leases().forEach(lease -> heartbeat(lease, now));
             case LeaseNotification.Read read -> onRead(rank, from, read);
             case LeaseNotification.Malformed m -> state.counters.malformedNotifications.incrementAndGet();
         }
     }
 
-    private void heartbeat(String requestId, long now) {
-        Lease lease = state.leases.find(requestId);
+    private void heartbeat(LeaseNotification.LeaseRef named, long now) {
+        Lease lease = state.leases.find(named.requestId());
+        if (lease != null && lease.isLive(now) && named.nonce() != lease.nonce()) {
+            state.counters.notificationsRefusedNonce.incrementAndGet();
+            return;
+        }
         boolean extended = lease != null && lease.extend(now, extensionMillis);
         (extended ? state.counters.heartbeatsApplied : state.counters.heartbeatsIgnored).incrementAndGet();
     }
@@ -63,7 +73,13 @@ final class NotificationInbox {
     private void onRead(int rank, String from, LeaseNotification.Read read) {
         Lease lease = state.leases.find(read.requestId());
         if (!isCurrent(lease, read)) {
-            state.counters.staleNotifications.incrementAndGet();
+            boolean unsigned = lease != null && lease.hasSlot() && read.nonce() == LeaseNotification.NO_NONCE;
+            (unsigned ? state.counters.notificationsRefusedNonce : state.counters.staleNotifications)
+                    .incrementAndGet();
+            return;
+        }
+        if (read.consumers() > maxConsumers) {
+            state.counters.notificationsRefusedConsumers.incrementAndGet();
             return;
         }
         switch (lease.recordReader(rank, from, read.consumers())) {
@@ -80,10 +96,10 @@ final class NotificationInbox {
 
     /**
      * Whether a read notification is for the lease the id holds now: exported, and with its nonce
-     * (L6), so a reader of an earlier attempt cannot release this one.
+     * (L6), so a reader of an earlier attempt cannot release this one; without a nonce only a lease
+     * that has none, having no slot (L11).
      */
     private static boolean isCurrent(Lease lease, LeaseNotification.Read read) {
-        return lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0
-                && (read.nonce() == LeaseNotification.NO_NONCE || lease.hasSlot() && read.nonce() == lease.nonce());
+        return lease != null && lease.state().compareTo(LeaseState.EXPORTED) >= 0 && read.nonce() == lease.nonce();
     }
 }

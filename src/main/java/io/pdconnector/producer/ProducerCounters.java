@@ -8,6 +8,8 @@ public final class ProducerCounters {
     public final AtomicLong leasesExported = new AtomicLong();
     public final AtomicLong exportsWithoutSlot = new AtomicLong();
     public final AtomicLong leasesExpired = new AtomicLong();
+    /** Expired leases whose heartbeats asked to keep them past {@code pd.lease.max-lifetime} (also in expired). */
+    public final AtomicLong leasesAtMaxLifetime = new AtomicLong();
     public final AtomicLong leasesAborted = new AtomicLong();
     /** Engine reservations taken back because their engine did not finish them in time. */
     public final AtomicLong reservationsAbandoned = new AtomicLong();
@@ -15,6 +17,13 @@ public final class ProducerCounters {
     public final AtomicLong staleNotifications = new AtomicLong();
     public final AtomicLong duplicateNotifications = new AtomicLong();
     public final AtomicLong malformedNotifications = new AtomicLong();
+    /**
+     * Read notifications without a nonce for a lease with a slot (L11), and heartbeats for a live lease
+     * whose nonce is missing or not the lease's (L12): a peer that knows the request id, not the nonce.
+     */
+    public final AtomicLong notificationsRefusedNonce = new AtomicLong();
+    /** Read notifications claiming more readers than any TP mapping gives one prefill rank (L11). */
+    public final AtomicLong notificationsRefusedConsumers = new AtomicLong();
     /** Notifications the transfer engine dropped unread: over {@code TransferAgent.MAX_NOTIFICATION_BYTES}. */
     public final AtomicLong droppedNotifications = new AtomicLong();
     public final AtomicLong heartbeatsApplied = new AtomicLong();

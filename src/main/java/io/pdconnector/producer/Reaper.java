@@ -1,9 +1,9 @@
 package io.pdconnector.producer;
 
 /**
- * Takes back what nobody will release: an exported lease past its expiry (L8) and a reservation
- * whose engine missed its finish deadline. Every lease is swept every step, since expiries are not
- * ordered: heartbeats move some of them later.
+ * Takes back what nobody will release: an exported lease past its expiry (L8), its maximum lifetime
+ * included (L12), and a reservation whose engine missed its finish deadline. Every lease is swept
+ * every step, since expiries are not ordered: heartbeats move some of them later.
  */
 final class Reaper {
 
@@ -31,6 +31,9 @@ final class Reaper {
         if (lease.expired(now)) {
             exit.allRanks(lease);
             state.counters.leasesExpired.incrementAndGet();
+            if (lease.heldToMaxLifetime()) {
+                state.counters.leasesAtMaxLifetime.incrementAndGet();
+            }
             return 1;
         }
         if (lease.abandoned(now)) {

@@ -26,7 +26,7 @@ public record HandshakeMetadata(
 
     public static final String LAYOUT = "HND";
     /** The connector version both sides must share; in every handshake and in the compatibility hash. */
-    public static final int CONNECTOR_VERSION = 15;
+    public static final int CONNECTOR_VERSION = 16;
     public static final int MAX_BLOCKS = 1 << 24;
     public static final int MAX_SLOTS = 1 << 24;
 

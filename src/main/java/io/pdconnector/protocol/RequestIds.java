@@ -5,7 +5,7 @@ import java.util.regex.Pattern;
 
 /**
  * The one rule for request ids: they travel inside notifications ({@code <id>:<consumers>:<nonce>},
- * {@code HB:<id>,<id>}) as UTF-8, so the separators ':' and ',', control characters and unpaired
+ * {@code HB:<id>:<nonce>,...}) as UTF-8, so the separators ':' and ',', control characters and unpaired
  * surrogates (which UTF-8 cannot carry) are not allowed, and they are 1-256 characters, not all
  * blank, and not {@code HB} (whose read notification {@code HB:<consumers>} would read as a
  * heartbeat). The HTTP layer validates with {@link #PATTERN} plus not-blank, the loops and the

@@ -61,10 +61,19 @@ public interface TransferAgent extends AutoCloseable {
     ReadRequest postRead(PreparedDescriptors local, int[] localIndices, PreparedDescriptors remote,
             int[] remoteIndices, byte[] notification);
 
-    /** Polls a posted READ; a failed READ throws the typed {@link TransferException}. */
+    /**
+     * Polls a posted READ; a failed READ throws the typed {@link TransferException}, and so does one
+     * still in progress whose peer this agent has invalidated since ({@link TransferException.NotFound}).
+     * Either way the READ is terminal: no byte of it lands any more.
+     */
     TransferStatus status(ReadRequest request);
 
-    /** Releases a READ, cancelling it if it is still in flight. */
+    /**
+     * Releases a READ, cancelling it if it is still in flight. A cancel may report success while bytes
+     * still land, so a caller that reuses the memory releases only READs {@link #status} reported
+     * terminal. If the engine refuses (NIXL: the backend cannot cancel, REPOST_ACTIVE), this throws and
+     * the READ stays held: poll it, and release it again once it is terminal.
+     */
     void release(ReadRequest request);
 
     /** Sends {@code message} (1..{@link #MAX_NOTIFICATION_BYTES} bytes) to a loaded peer. */

@@ -82,6 +82,15 @@ class OperationsQuarkusTest {
                 .body(containsString("/v1/consumer/requests/{id}"));
     }
 
+    @Test
+    void theTrustAndQuarantineCountersAreExported() {
+        for (String series : java.util.List.of("pd_notifications_refused_total{reason=\"nonce\"}",
+                "pd_notifications_refused_total{reason=\"consumers\"}", "pd_leases_max_lifetime_total",
+                "pd_reads_quarantined_total", "pd_blocks_quarantined_total", "pd_blocks_in_quarantine")) {
+            assertTrue(metric(series) >= 0, series);
+        }
+    }
+
     static double metric(String series) {
         String body = given().get("/q/metrics").then().statusCode(200).extract().asString();
         Matcher m = java.util.regex.Pattern.compile("(?m)^" + java.util.regex.Pattern.quote(series)

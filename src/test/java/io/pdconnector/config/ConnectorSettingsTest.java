@@ -63,6 +63,7 @@ class ConnectorSettingsTest {
                 Map.entry("pd.lease.verification", "false"),
                 Map.entry("pd.lease.slots", "7"),
                 Map.entry("pd.lease.reservation-timeout", "3m"),
+                Map.entry("pd.lease.max-lifetime", "4m"),
                 Map.entry("pd.lease.state-dir", "/tmp/state"),
                 Map.entry("pd.consumer.failure-policy", "recompute"),
                 Map.entry("pd.consumer.pull-timeout", "45s"),
@@ -81,7 +82,8 @@ class ConnectorSettingsTest {
         assertEquals(g, s.geometry());
         assertEquals(ProducerConfig.builder("p1", Path.of("/tmp/state")).advertised("10.0.0.7", 9090).tpSize(2)
                 .geometry(g).blocks(100, 9, 7).kvShmDir(Path.of("/tmp/kv")).leaseDuration(Duration.ofSeconds(12))
-                .verification(false).reservationTimeout(Duration.ofMinutes(3)).commandQueueCapacity(33).build(),
+                .verification(false).reservationTimeout(Duration.ofMinutes(3)).leaseMaxLifetime(Duration.ofMinutes(4))
+                .commandQueueCapacity(33).build(),
                 s.producer());
         assertEquals(ConsumerConfig.builder("p1").tpSize(2).geometry(g).blocks(100).verification(false)
                 .failurePolicy(LoadFailurePolicy.RECOMPUTE).heartbeatInterval(Duration.ofSeconds(2))
@@ -100,6 +102,15 @@ class ConnectorSettingsTest {
 
         assertEquals(7000, s.producer().port());
         assertEquals(Duration.ofMillis(1500), s.consumer().heartbeatInterval());
+    }
+
+    @Test
+    void aMaximumLeaseLifetimeShorterThanTheLeaseFailsWhenTheSettingsAreBuilt() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ConnectorSettings.from(pd(Map.of("pd.lease.duration", "30s", "pd.lease.max-lifetime", "20s")),
+                        8080));
+
+        assertEquals("a lease's maximum lifetime (PT20S) must not be shorter than the lease (PT30S)", e.getMessage());
     }
 
     @Test

@@ -29,7 +29,7 @@ class PullCallerGoneTest {
     }
 
     @Test
-    void aPullWhoseCallerCancelledIsAbortedAndReleasesItsReadsAndBlocks() {
+    void aPullWhoseCallerCancelledIsAbortedAndItsBlocksComeBackWhenItsReadsEnd() {
         ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2));
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
@@ -41,10 +41,13 @@ class PullCallerGoneTest {
         pull.cancel(false);
         cluster.step();
 
-        assertTrue(d.snapshot().idle(), "READs cancelled, blocks back: " + d.snapshot());
+        assertEquals(0, d.snapshot().pulls(), "the pull is gone at once");
+        assertEquals(3, d.snapshot().quarantinedBlocks(), "its blocks wait for its READs (L13): " + d.snapshot());
         assertThrows(UnknownRequestException.class, () -> cluster.await(d.submitStatus("a")));
         assertEquals(0, d.counters().notificationsSent.get(), "P is not told anything was read");
         cluster.engine.gates.open();
+        cluster.stepConsumers();
+        assertTrue(d.snapshot().idle(), "READs ended, blocks back: " + d.snapshot());
         cluster.lapseAll();
         cluster.assertNoLeak();
     }

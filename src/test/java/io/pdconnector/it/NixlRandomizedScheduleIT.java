@@ -120,7 +120,7 @@ class NixlRandomizedScheduleIT {
             case STEP_PRODUCERS -> cluster.stepProducers();
             case STEP_CONSUMERS -> cluster.stepConsumers();
             case REPLAY_NOTIFICATION -> replayNotification();
-            case CHAOS_HEARTBEAT -> chaos.send(random.nextInt(p.config().tpSize()), "HB:" + IDS[random.nextInt(IDS.length)]);
+            case CHAOS_HEARTBEAT -> chaosHeartbeat();
             case ABORT_PREFILL -> p.facade().submitAbort(IDS[random.nextInt(IDS.length)]);
             case ABORT_PULL -> {
                 if (!pulls.isEmpty()) {
@@ -153,6 +153,19 @@ class NixlRandomizedScheduleIT {
         Attempt a = attempts.get(attempts.size() - 1 - back);
         String id = "d" + nextPull++;
         pulls.put(id, new Submitted(a.tokens(), d.submitPull(id, a.tokens(), a.params())));
+    }
+
+    /**
+     * A heartbeat for a random id: without a nonce (a peer that knows only the id), or with the nonce
+     * of some attempt (a late decoder of an earlier attempt, or the current one's).
+     */
+    private void chaosHeartbeat() {
+        String entry = IDS[random.nextInt(IDS.length)];
+        if (!attempts.isEmpty() && random.nextBoolean()) {
+            KvTransferParams a = attempts.get(random.nextInt(attempts.size())).params();
+            entry = a.remoteRequestId() + (a.hasLease() ? ":" + a.remoteLeaseNonce() : "");
+        }
+        chaos.send(random.nextInt(p.config().tpSize()), "HB:" + entry);
     }
 
     /** A late or duplicated read notification of some attempt, as a network or a slow decoder makes. */

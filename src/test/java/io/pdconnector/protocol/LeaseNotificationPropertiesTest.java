@@ -40,9 +40,11 @@ class LeaseNotificationPropertiesTest {
                     assertArrayEquals(r.encode(), message, "accepted bytes that are not exactly the encoding of " + r);
                 }
                 case LeaseNotification.Heartbeat h -> {
-                    assertFalse(h.requestIds().isEmpty());
-                    assertTrue(h.requestIds().stream().allMatch(RequestIds::isValid),
+                    assertFalse(h.leases().isEmpty());
+                    assertTrue(h.leases().stream().allMatch(l -> RequestIds.isValid(l.requestId())),
                             "heartbeat of an invalid id: " + h);
+                    assertTrue(h.leases().stream().allMatch(l -> l.nonce() == LeaseNotification.NO_NONCE
+                            || Nonces.isValid(l.nonce())), "heartbeat with a bad nonce: " + h);
                     assertArrayEquals(h.encode(), message, "accepted bytes that are not exactly the encoding of " + h);
                 }
                 case LeaseNotification.Malformed m -> {
@@ -67,10 +69,11 @@ class LeaseNotificationPropertiesTest {
 
     @Test
     void validHeartbeatsRoundTrip() {
-        Property.forAll(1202_03L, 1000, g -> g.list(1, 20, ProtocolGenerators::validRequestId), ids -> {
-            LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(ids);
-            assertEquals(hb, LeaseNotification.parse(hb.encode()));
-        });
+        Property.forAll(1202_03L, 1000, g -> g.list(1, 20,
+                x -> new LeaseNotification.LeaseRef(ProtocolGenerators.validRequestId(x), nonceOrNone(x))), leases -> {
+                    LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(leases);
+                    assertEquals(hb, LeaseNotification.parse(hb.encode()));
+                });
     }
 
     /** A read's consumers and nonce (null: none) as text, at least one of them out of its range or not a number. */
@@ -92,7 +95,9 @@ class LeaseNotificationPropertiesTest {
                 g -> g.bool() ? ProtocolGenerators.nastyString(g, 300) : ProtocolGenerators.validRequestId(g), id -> {
                     LeaseNotification.Read read = new LeaseNotification.Read(id, 2, 7);
                     LeaseNotification.Read unverified = new LeaseNotification.Read(id, 2, LeaseNotification.NO_NONCE);
-                    LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(List.of(id));
+                    LeaseNotification.Heartbeat hb = new LeaseNotification.Heartbeat(List.of(
+                            new LeaseNotification.LeaseRef(id, 7), new LeaseNotification.LeaseRef(id,
+                                    LeaseNotification.NO_NONCE)));
                     boolean valid = RequestIds.isValid(id);
                     String d = ProtocolGenerators.describe(id);
                     assertEquals(valid, read.equals(LeaseNotification.parse(read.encode())), "read of " + d);
@@ -175,7 +180,7 @@ class LeaseNotificationPropertiesTest {
     }
 
     /**
-     * A read ({@code <id>:<consumers>[:<nonce>]}) or heartbeat ({@code HB:<id>,<id>}) in shape, its
+     * A read ({@code <id>:<consumers>[:<nonce>]}) or heartbeat ({@code HB:<id>[:<nonce>],...}) in shape, its
      * numbers often written as encode() never does (sign, leading zero, other scripts' digits), its
      * id lists with empty ids, and 1 in 3 with an invalid UTF-8 sequence put in anywhere.
      */
@@ -187,7 +192,8 @@ class LeaseNotificationPropertiesTest {
             text = id + ":" + number(g, g.intBetween(1, Integer.MAX_VALUE))
                     + (g.bool() ? "" : ":" + number(g, g.longBetween(1, NONCE_LIMIT - 1)));
         } else {
-            List<String> ids = g.list(1, 5, x -> x.frequency(5, 1) == 0 ? ProtocolGenerators.validRequestId(x) : "");
+            List<String> ids = g.list(1, 5, x -> (x.frequency(5, 1) == 0 ? ProtocolGenerators.validRequestId(x) : "")
+                    + (x.bool() ? "" : ":" + number(x, x.longBetween(1, NONCE_LIMIT - 1))));
             text = (g.frequency(6, 1) == 0 ? "" : ",") + String.join(",", ids) + (g.frequency(3, 1) == 0 ? "" : ",");
             text = "HB:" + text;
         }

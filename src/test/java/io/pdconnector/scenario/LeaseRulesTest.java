@@ -292,14 +292,14 @@ class LeaseRulesTest {
         RawPeer decoder = cluster.rawPeer("late-decoder", "p");
         cluster.clock.advance(Cluster.LEASE);
 
-        decoder.send(0, "HB:a");
+        decoder.send(0, "HB:a:" + a.remoteLeaseNonce());
         cluster.step();
 
         assertEquals(1, p.counters().heartbeatsIgnored.get(), "the lease's time was up when the heartbeat came");
         cluster.steps(2);
         assertNull(p.lease("a"));
         assertEquals(0, p.slotValue(0, a.remoteLeaseSlot()));
-        decoder.send(0, "HB:a");
+        decoder.send(0, "HB:a:" + a.remoteLeaseNonce());
         cluster.steps(2);
         assertEquals(2, p.counters().heartbeatsIgnored.get());
         assertNull(p.lease("a"), "a heartbeat does not bring a freed lease back");
@@ -310,12 +310,12 @@ class LeaseRulesTest {
     void L8_reaperSweepsEveryLeaseWhateverTheOrderOfExpiries() {
         ProducerFixture p = producer(1);
         RawPeer decoder = cluster.rawPeer("decoder", "p");
-        cluster.prefill(p, "early", promptA);
+        KvTransferParams early = cluster.prefill(p, "early", promptA);
         cluster.clock.advance(Duration.ofSeconds(10));
         cluster.prefill(p, "late1", prompt(2, 4));
         cluster.prefill(p, "late2", prompt(3, 4));
         cluster.clock.advance(Duration.ofSeconds(15));
-        decoder.send(0, "HB:early");
+        decoder.send(0, "HB:early:" + early.remoteLeaseNonce());
         cluster.step();
         assertEquals(1, p.counters().heartbeatsApplied.get());
 
@@ -355,7 +355,7 @@ class LeaseRulesTest {
     }
 
     @Test
-    void L10_verificationOffSkipsTheSlotReadAndNotifiesWithoutNonce() {
+    void L10_verificationOffSkipsTheSlotReadAndStillNotifiesWithTheNonce() {
         ProducerFixture p = producer(1);
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d", false, LoadFailurePolicy.FAIL));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
@@ -363,7 +363,9 @@ class LeaseRulesTest {
         assertEquals(PullState.RECEIVED, cluster.pull(d, "a", promptA, a).state());
 
         assertEquals(0, cluster.engine.count("post slot"));
-        assertEquals(1, cluster.engine.events.stream().filter(e -> e.equals("notify d-d0->p-p0 a:1")).count());
+        assertEquals(1, cluster.engine.events.stream()
+                .filter(e -> e.equals("notify d-d0->p-p0 a:1:" + a.remoteLeaseNonce())).count(),
+                "no slot READ, but the nonce releases the lease's slot (L11)");
         cluster.steps(2);
         assertNull(p.lease("a"), "P takes an unverified reader's word");
         cluster.release(d, "a");

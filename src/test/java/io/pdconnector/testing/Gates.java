@@ -26,6 +26,8 @@ public final class Gates {
     private final Set<String> failures = new HashSet<>();
     private final List<Held> held = new ArrayList<>();
     private final Map<String, RuntimeException> crashes = new HashMap<>();
+    private final Set<String> cancelRefusals = new HashSet<>();
+    private boolean cancelsLeak;
 
     /** Where an injected crash strikes a READ: in the post call or in a status poll. */
     public enum At { POST, POLL }
@@ -55,6 +57,31 @@ public final class Gates {
         Crash(Throwable thrown) {
             super(thrown);
         }
+    }
+
+    /**
+     * From now on a READ released while still in flight is cancelled in name only, as UCX may do:
+     * the release succeeds, but its bytes still land, when the test calls
+     * {@link RecordingEngine#landCancelledReads}.
+     */
+    public void leakCancels() {
+        cancelsLeak = true;
+    }
+
+    boolean cancelsLeak() {
+        return cancelsLeak;
+    }
+
+    /**
+     * From now on releasing a READ of {@code kind} from {@code remoteAgent} that is still in flight
+     * fails as NIXL's does when its backend cannot cancel it (REPOST_ACTIVE): the READ stays held.
+     */
+    public void refuseCancel(ReadKind kind, String remoteAgent) {
+        cancelRefusals.add(key(kind, remoteAgent));
+    }
+
+    boolean refusesCancel(ReadKind kind, String remoteAgent) {
+        return cancelRefusals.contains(key(kind, remoteAgent));
     }
 
     /** From now on READs wait for permits; notifications pass. */

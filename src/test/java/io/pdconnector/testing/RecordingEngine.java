@@ -27,7 +27,8 @@ import java.util.Set;
  * registration, and {@link Gates} that keep READs in flight, fail them, and hold notifications
  * until the test lets them through. READs are classified as {@link ReadKind#SLOT} or
  * {@link ReadKind#BLOCK} by whether their remote memory is a lease slot array; a READ released before it was
- * terminal is logged as "cancel".
+ * terminal is logged as "cancel" (or "cancel refused", or "cancel leaked" when its bytes still land, see
+ * {@link Gates#leakCancels}).
  */
 public final class RecordingEngine implements TransferEngine {
 
@@ -41,6 +42,11 @@ public final class RecordingEngine implements TransferEngine {
     private final List<String> closed = Collections.synchronizedList(new ArrayList<>());
     private final List<long[]> slotRanges = Collections.synchronizedList(new ArrayList<>());
     private final Map<String, RegisteredRegion> regions = Collections.synchronizedMap(new HashMap<>());
+    /** READs released in flight whose bytes have not landed yet (Gates#leakCancels), with their agent. */
+    private final List<Leaked> leaked = Collections.synchronizedList(new ArrayList<>());
+
+    private record Leaked(TransferAgent inner, ReadRequest request, String route) {
+    }
 
     /** Records a loopback engine. */
     public RecordingEngine() {
@@ -100,6 +106,32 @@ public final class RecordingEngine implements TransferEngine {
         return Optional.ofNullable(regions.get(agent + "/" + label));
     }
 
+    /**
+     * Lets the bytes of every READ that was "cancelled" while its cancel leaked land now, into
+     * whatever the local memory holds at this moment; returns how many landed.
+     */
+    public int landCancelledReads() {
+        List<Leaked> due;
+        synchronized (leaked) {
+            due = List.copyOf(leaked);
+            leaked.clear();
+        }
+        for (Leaked l : due) {
+            land(l);
+        }
+        return due.size();
+    }
+
+    private void land(Leaked l) {
+        try {
+            l.inner().status(l.request());
+            events.add("late landing " + l.route());
+        } catch (TransferException e) {
+            events.add("late landing " + l.route() + " FAILED");
+        }
+        l.inner().release(l.request());
+    }
+
     private boolean isSlotMemory(DescriptorList list) {
         long a = list.address(0);
         synchronized (slotRanges) {
@@ -112,6 +144,9 @@ public final class RecordingEngine implements TransferEngine {
         private final Map<PreparedDescriptors, ReadKind> kinds = Collections.synchronizedMap(new IdentityHashMap<>());
         private final Map<ReadRequest, ReadKind> reads = Collections.synchronizedMap(new IdentityHashMap<>());
         private final Set<ReadRequest> terminal = Collections.newSetFromMap(
+                Collections.synchronizedMap(new IdentityHashMap<>()));
+        /** READs whose peer this agent invalidated: NIXL answers for them at once, whatever the gates. */
+        private final Set<ReadRequest> orphaned = Collections.newSetFromMap(
                 Collections.synchronizedMap(new IdentityHashMap<>()));
 
         Agent(TransferAgent inner) {
@@ -164,6 +199,9 @@ public final class RecordingEngine implements TransferEngine {
         public void invalidateRemote(String remoteAgent) {
             events.add("invalidate " + name() + "<-" + remoteAgent);
             inner.invalidateRemote(remoteAgent);
+            synchronized (reads) {
+                reads.keySet().stream().filter(r -> r.remoteAgent().equals(remoteAgent)).forEach(orphaned::add);
+            }
         }
 
         @Override public PreparedDescriptors prepareLocal(DescriptorList d) { return inner.prepareLocal(d); }
@@ -193,7 +231,7 @@ public final class RecordingEngine implements TransferEngine {
         public TransferStatus status(ReadRequest request) {
             ReadKind kind = reads.get(request);
             String route = kind.word() + " " + name() + "->" + request.remoteAgent();
-            if (!gates.letThrough(kind, request.remoteAgent())) {
+            if (!orphaned.contains(request) && !gates.letThrough(kind, request.remoteAgent())) {
                 return TransferStatus.IN_PROGRESS;
             }
             gates.crashIfDue(Gates.At.POLL, kind, request.remoteAgent());
@@ -219,10 +257,27 @@ public final class RecordingEngine implements TransferEngine {
 
         @Override
         public void release(ReadRequest request) {
-            ReadKind kind = reads.remove(request);
-            if (!terminal.remove(request)) {
-                events.add("cancel " + kind.word() + " " + name() + "->" + request.remoteAgent());
+            ReadKind kind = reads.get(request);
+            String route = kind.word() + " " + name() + "->" + request.remoteAgent();
+            if (terminal.remove(request)) {
+                reads.remove(request);
+                orphaned.remove(request);
+                inner.release(request);
+                return;
             }
+            if (gates.refusesCancel(kind, request.remoteAgent())) {
+                events.add("cancel refused " + route);
+                throw TransferException.of("release(" + request.remoteAgent() + ")", NativeStatus.REPOST_ACTIVE.code(),
+                        "injected: the backend cannot cancel a READ in flight");
+            }
+            reads.remove(request);
+            orphaned.remove(request);
+            if (gates.cancelsLeak()) {
+                events.add("cancel leaked " + route);
+                leaked.add(new Leaked(inner, request, route));
+                return;
+            }
+            events.add("cancel " + route);
             inner.release(request);
         }
 
@@ -249,6 +304,12 @@ public final class RecordingEngine implements TransferEngine {
         @Override public int openHandles() { return inner.openHandles(); }
         @Override
         public void close() {
+            List<Leaked> mine;
+            synchronized (leaked) {
+                mine = leaked.stream().filter(l -> l.inner() == inner).toList();
+                leaked.removeAll(mine);
+            }
+            mine.forEach(RecordingEngine.this::land);
             events.add("close " + name() + " handles=" + inner.openHandles());
             inner.close();
             closed.add(name());

@@ -16,6 +16,8 @@ final class ReplayAttempt {
     /** Expired, aborted or dropped by a restart: from then on a decline is legitimate. */
     boolean lost;
     boolean duplicated;
+    /** The trail ended its pull before it was decided (the model's timeout, abort or producer gone). */
+    boolean endedEarly;
     final Set<Integer> deliveredTo = new HashSet<>();
     ReplayPull pull;
 
@@ -29,6 +31,11 @@ final class ReplayAttempt {
     Lease lease(ProducerFixture p) {
         Lease l = p.lease(requestId);
         return l != null && params != null && params.hasLease() && l.nonce() == params.remoteLeaseNonce() ? l : null;
+    }
+
+    /** How D's heartbeats name this attempt's lease: {@code <id>:<nonce>}, or the id alone without a slot. */
+    String leaseRef() {
+        return requestId + (params != null && params.hasLease() ? ":" + params.remoteLeaseNonce() : "");
     }
 
     @Override

@@ -17,7 +17,10 @@ import io.pdconnector.producer.LeaseState;
  *     an abort or a restart, never by another attempt's notification;</li>
  * <li>no_spurious_decline: lease_mismatch only for a lease that was lost, transfer_failed only
  *     across a restart, slot_read_failed only after an injected slot READ failure, no_lease only
- *     without lease fields.</li>
+ *     without lease fields, aborted only for a pull the trail ended early;</li>
+ * <li>hb_own_attempt: a heartbeat moves the expiry only of a lease it names with its nonce;</li>
+ * <li>lifetime_bounded: no lease is live longer than its maximum lifetime after its export;</li>
+ * <li>read_into_own_dblock for a pull that ended early (L13): see {@code TrailReplay#landBlockRead}.</li>
  * </ul>
  * Drained (nothing held once traffic stops) is {@link Cluster#assertNoLeak} at the end.
  */
@@ -71,8 +74,9 @@ final class ReplayChecks {
                     + " fields");
             case TRANSFER_FAILED, PEER_RESTARTED, PEER_GONE -> replay.require(at.lost, run.pullId + " was declined "
                     + o.reason().wire() + " without a restart");
-            case TIMEOUT, ABORTED -> replay.require(false, run.pullId + " was declined " + o.reason().wire()
-                    + ", which no trail event causes");
+            case ABORTED -> replay.require(at.endedEarly, run.pullId + " was declined aborted, but the trail did"
+                    + " not end it");
+            case TIMEOUT -> replay.require(false, run.pullId + " was declined timeout, which no trail event causes");
         }
         if (o.reason().leaseCheckFailure() && o.reason() != DeclineReason.NO_LEASE) {
             replay.require(!run.cancelledReadsWhenDecided, run.pullId + " was decided by its slot check while a"
@@ -91,6 +95,34 @@ final class ReplayChecks {
     private void requireOwnBytes(ReplayPull run, String when) {
         replay.require(replay.awaitD(replay.d.submitMatchesReference(run.pullId)), run.pullId + " is RECEIVED but"
                 + " does not hold " + run.attempt + "'s KV " + when + " (received_own_bytes)");
+    }
+
+    /**
+     * hb_own_attempt, after a heartbeat was delivered: a lease whose expiry moved was named, with its
+     * nonce, by one of the {@code delivered} entries ({@code <id>[:<nonce>]}).
+     */
+    void extendedOnlyByOwnHeartbeats(long[] before, java.util.List<String> delivered) {
+        long[] after = replay.expiries();
+        for (int i = 0; i < before.length; i++) {
+            ReplayAttempt at = replay.attempts[i];
+            if (before[i] >= 0 && after[i] > before[i]) {
+                replay.require(delivered.contains(at.leaseRef()), at + "'s lease was extended by heartbeats "
+                        + delivered + " that do not carry its nonce (hb_own_attempt, L12)");
+            }
+        }
+    }
+
+    /** lifetime_bounded: no lease is live longer than {@code max} after its export (L12). */
+    void livesNoLongerThan(java.time.Duration max) {
+        long now = replay.cluster.clock.millis();
+        for (ReplayAttempt at : replay.attempts) {
+            Lease lease = at == null ? null : at.lease(replay.p);
+            if (lease != null && lease.isLive(now)) {
+                replay.require(now - lease.exportedAtMillis() <= max.toMillis(), at + "'s lease is still live "
+                        + (now - lease.exportedAtMillis()) + " ms after its export, past its maximum lifetime of "
+                        + max + " (lifetime_bounded, L12)");
+            }
+        }
     }
 
     /** notif_own_attempt, after every producer step. */

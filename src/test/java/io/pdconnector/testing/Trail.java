@@ -28,7 +28,10 @@ public record Trail(String name, String configuration, String violated, List<Eve
         LATE_ZERO("P(?<r>\\d) zero slot of a(?<a>\\d) \\(late\\)"),
         FREE("P free a(?<a>\\d) \\(blk \\d+, slot \\d+\\)"),
         SLOT_BACK_EARLY("P slot \\d+ of a(?<a>\\d) back to pool early"),
-        HEARTBEAT("P heartbeat req=(?<req>\\d) (extends a\\d|REVIVES a\\d|ignored)"),
+        HEARTBEAT("P heartbeat of a(?<a>\\d) req=(?<req>\\d) (extends a\\d|REVIVES a\\d|ignored|refused)"),
+        FORGED_NOTIFICATION("P(?<r>\\d) forged notification req=(?<req>\\d)"
+                + " (counted for a\\d, finished-sending|ignored)"),
+        TICK("tick \\(now \\d+\\)"),
         NOTIFICATION_COUNTED("P(?<r>\\d) notification of a(?<a>\\d) counted for a(?<b>\\d), finished-sending"),
         NOTIFICATION_IGNORED("P(?<r>\\d) notification of a(?<a>\\d) ignored"),
         RESTART("P restart \\(epoch \\d+\\)"),
@@ -40,6 +43,8 @@ public record Trail(String name, String configuration, String violated, List<Eve
         DECIDE("D decide a(?<a>\\d) (?<outcome>RECEIVED|DECLINED \\w+)"),
         NOTIFY("D notify a(?<a>\\d) req=\\d nonce=\\d+"),
         NOTIFICATION_DUPLICATED("D notification of a(?<a>\\d) duplicated"),
+        PULL_ENDS_EARLY("D abort a(?<a>\\d)"),
+        QUARANTINE_ENDS("D quarantined dblk \\d+ of a(?<a>\\d) free: its READs ended"),
         DECODE_DONE("D decode of a(?<a>\\d) done, dblk \\d+ free");
 
         private final Pattern pattern;
@@ -136,5 +141,10 @@ public record Trail(String name, String configuration, String violated, List<Eve
     /** The configuration's bounds that the Java replay copies. */
     public boolean scarce() {
         return configuration.equals("CFG_SCARCE");
+    }
+
+    /** The configuration with a clock (ticks) and a maximum lease lifetime. */
+    public boolean timed() {
+        return configuration.equals("CFG_LIFE");
     }
 }

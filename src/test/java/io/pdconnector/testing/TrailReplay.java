@@ -41,6 +41,10 @@ public final class TrailReplay implements AutoCloseable {
     /** P ranks = D ranks, as in the model. */
     static final int TP = 2;
     static final int TOKENS = Cluster.SMALL.blockTokens();
+    /** A tick of the model's clock (CFG_LIFE): its lease of 3 ticks is the replay's 30 s lease. */
+    static final Duration TICK = Duration.ofSeconds(10);
+    /** The model's maximum lifetime, 4 ticks (CFG_LIFE). */
+    static final Duration MAX_LIFETIME = TICK.multipliedBy(4);
     private static final int STEP_BOUND = 10;
     /** The model's flood value: bytes of some other prompt. */
     private static final byte FLOOD = 9;
@@ -51,6 +55,7 @@ public final class TrailReplay implements AutoCloseable {
     final List<ReplayPull> pulls = new ArrayList<>();
     private final Trail trail;
     private final ReplayChecks checks;
+    private final ReplayTrustEvents trust;
     private final ProducerConfig producerConfig;
     ProducerFixture p;
     ConsumerFixture d;
@@ -62,16 +67,21 @@ public final class TrailReplay implements AutoCloseable {
     public TrailReplay(Trail trail) {
         this.trail = trail;
         this.checks = new ReplayChecks(this);
-        this.producerConfig = cluster.producerConfig("p").tpSize(TP).blocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2)
-                .build();
+        this.trust = new ReplayTrustEvents(this, checks);
+        ProducerConfig.Builder pc = cluster.producerConfig("p").tpSize(TP).blocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2);
+        this.producerConfig = (trail.timed() ? pc.leaseMaxLifetime(MAX_LIFETIME) : pc).build();
         p = cluster.producer(producerConfig);
         d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.FAIL).tpSize(TP)
                 .blocks(trail.scarce() ? 1 : 2).pullTimeout(Duration.ofMinutes(30)));
     }
 
-    /** The trail, then every gate opened until all is decided, then nothing may be left held. */
+    /**
+     * The trail, then every gate opened until all is decided, then nothing may be left held. A READ
+     * released in flight keeps landing, as a UCX cancel may let it: only the quarantine (L13) is safe.
+     */
     public void run() {
         cluster.engine.gates.close("d-");
+        cluster.engine.gates.leakCancels();
         for (Trail.Event e : trail.events()) {
             log.add("model: " + e);
             apply(e);
@@ -91,14 +101,18 @@ public final class TrailReplay implements AutoCloseable {
             case EXPIRE -> expire(attempts[e.attempt()]);
             case FREE -> free(attempts[e.attempt()]);
             case FLOOD -> flood(freeBlocks());
-            case HEARTBEAT -> heartbeat("r" + e.number("req"));
+            case HEARTBEAT -> trust.heartbeat(attempts[e.attempt()]);
             case NOTIFICATION_COUNTED, NOTIFICATION_IGNORED -> deliverRead(attempts[e.attempt()], e.rank());
+            case FORGED_NOTIFICATION -> trust.forged("r" + e.number("req"), e.rank());
+            case TICK -> trust.tick();
+            case PULL_ENDS_EARLY -> trust.endEarly(attempts[e.attempt()]);
+            case QUARANTINE_ENDS -> stepD();
             case NOTIFICATION_DUPLICATED -> attempts[e.attempt()].duplicated = true;
             case RESTART -> restart();
             case ROUTER_AGAIN -> log.add("  (the retry is prefilled at its schedule event)");
             case NOTIFY -> log.add("  (Java notifies when it decides; held until a delivery event)");
             case PULL_START -> startPull(attempts[e.attempt()], "pull-a" + e.attempt());
-            case READ_LANDS -> land(ReadKind.BLOCK, e.rank());
+            case READ_LANDS -> trust.landBlockRead(attempts[e.attempt()], e.rank());
             case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
             case DECIDE -> stepDUntil(() -> attempts[e.attempt()].pull.decided(), 3);
             case DECODE_DONE -> attempts[e.attempt()].pull.releaseWhenDecided = true;
@@ -192,15 +206,14 @@ public final class TrailReplay implements AutoCloseable {
         return IntStream.range(0, P_BLOCKS).filter(b -> !held.contains(b)).toArray();
     }
 
-    /** D's held heartbeats for {@code requestId}, or one sent now if D has none in flight. */
-    private void heartbeat(String requestId) {
-        int n = cluster.engine.gates.deliver(h -> h.text().startsWith("HB:")
-                && List.of(h.text().substring(3).split(",")).contains(requestId));
-        if (n == 0) {
-            chaos().send(0, "HB:" + requestId);
+    /** Each attempt's lease expiry on P now (-1: it holds none). */
+    long[] expiries() {
+        long[] e = new long[attempts.length];
+        for (int i = 0; i < attempts.length; i++) {
+            Lease l = attempts[i] == null ? null : attempts[i].lease(p);
+            e[i] = l == null ? -1 : l.expiresAtMillis();
         }
-        log.add("  heartbeat for " + requestId + " delivered (" + Math.max(n, 1) + " message(s))");
-        stepP();
+        return e;
     }
 
     /** D's read notification of {@code at} to P rank {@code rank}; a second delivery is a duplicate. */
@@ -254,7 +267,7 @@ public final class TrailReplay implements AutoCloseable {
         stepD();
     }
 
-    private void land(ReadKind kind, int rank) {
+    void land(ReadKind kind, int rank) {
         cluster.engine.gates.permit(kind, "p-p" + rank);
         stepD();
     }
@@ -318,11 +331,14 @@ public final class TrailReplay implements AutoCloseable {
         checks.afterProducerStep();
     }
 
+    /** One D step; a block READ still in flight when a pull was decided is cancelled or quarantined in it. */
     void stepD() {
-        long cancels = cluster.engine.count("cancel block");
+        long cancels = cluster.engine.count("cancel");
+        long quarantined = d.counters().readsQuarantined.get();
         cluster.stepConsumers();
         dSteps++;
-        boolean cancelled = cluster.engine.count("cancel block") > cancels;
+        boolean cancelled = cluster.engine.count("cancel") > cancels
+                || d.counters().readsQuarantined.get() > quarantined;
         for (ReplayPull run : pulls) {
             if (run.decidedAtStep < 0 && run.future.isDone()) {
                 run.decidedAtStep = dSteps;
@@ -359,7 +375,7 @@ public final class TrailReplay implements AutoCloseable {
         }
     }
 
-    private RawPeer chaos() {
+    RawPeer chaos() {
         if (chaos == null) {
             chaos = cluster.rawPeer("chaos" + chaosPeers++, "p");
         }

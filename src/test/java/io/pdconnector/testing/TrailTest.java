@@ -30,6 +30,23 @@ class TrailTest {
     }
 
     @Test
+    void theTrustAndQuarantineEventsNameTheirSenderRankAndAttempt() {
+        Trail t = Trail.parse("MUT_X", List.of(HEADER,
+                "   20  LeaseScheduler  P heartbeat of a0 req=0 extends a1",
+                "   21  PRank           P1 forged notification req=0 counted for a0, finished-sending",
+                "   22  LeaseScheduler  tick (now 3)",
+                "   23  DReader         D abort a2",
+                "   24  DReader         D quarantined dblk 1 of a2 free: its READs ended"));
+
+        assertEquals(List.of(Trail.Kind.HEARTBEAT, Trail.Kind.FORGED_NOTIFICATION, Trail.Kind.TICK,
+                Trail.Kind.PULL_ENDS_EARLY, Trail.Kind.QUARANTINE_ENDS),
+                t.events().stream().map(Trail.Event::kind).toList());
+        assertEquals(0, t.events().get(0).attempt(), "the heartbeat's sender, not the lease it found");
+        assertEquals(1, t.events().get(1).rank());
+        assertEquals(2, t.events().get(3).attempt());
+    }
+
+    @Test
     void anEventTheReplayDoesNotKnowFailsTheParse() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Trail.parse("MUT_X",
                 List.of(HEADER, "   20  LeaseScheduler  P teleports a0")));

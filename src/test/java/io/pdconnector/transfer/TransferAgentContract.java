@@ -306,6 +306,37 @@ public abstract class TransferAgentContract {
         d.deregister(next);
     }
 
+    /**
+     * What D relies on to free the blocks of a READ it stopped waiting for when the peer left (L13): once
+     * the peer is invalidated, the READ is terminal (done, or not found) and its handle releases, also
+     * after the lists it was posted from were released, as a dropped peer's are.
+     */
+    @Test
+    void aReadWhosePeerWasInvalidatedIsTerminalAndReleases() {
+        RegisteredRegion src = p.allocate("kv", 4 * 1024 * 1024);
+        RegisteredRegion dst = d.allocate("kv", 4 * 1024 * 1024);
+        Prepared lists = prepare(src, dst, 64 * 1024, 64);
+        int[] idx = IntStream.range(0, 64).toArray();
+        ReadRequest read = d.postRead(lists.local, idx, lists.remote, idx, null);
+
+        lists.releaseWith(d);
+        d.invalidateRemote(pName);
+        long deadline = System.nanoTime() + DEADLINE_NS;
+        boolean terminal = false;
+        while (!terminal) {
+            assertTrue(System.nanoTime() < deadline, "the READ never became terminal");
+            try {
+                terminal = d.status(read) == TransferStatus.DONE;
+            } catch (TransferException e) {
+                terminal = true;
+            }
+        }
+
+        d.release(read);
+        p.deregister(src);
+        d.deregister(dst);
+    }
+
     @Test
     void anAgentWithHeldHandlesRefusesToClose() {
         RegisteredRegion region = d.allocate("kv", 4096);

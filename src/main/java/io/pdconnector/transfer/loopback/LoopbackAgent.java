@@ -115,7 +115,7 @@ final class LoopbackAgent implements TransferAgent {
     @Override
     public TransferStatus status(ReadRequest request) {
         open();
-        return reads.status(this, request);
+        return reads.status(this, peers, request);
     }
 
     @Override

@@ -51,6 +51,11 @@ final class LoopbackPeers {
         }
     }
 
+    /** Whether {@code peer} itself (not a later agent under its name) is loaded. */
+    boolean holds(LoopbackAgent peer) {
+        return peers.get(peer.name()) == peer;
+    }
+
     /** The loaded peer named {@code remoteAgent}; {@code call} names the refused call if there is none. */
     LoopbackAgent require(String call, String remoteAgent) {
         LoopbackAgent peer = peers.get(remoteAgent);

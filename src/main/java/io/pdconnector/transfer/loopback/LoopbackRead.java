@@ -41,6 +41,10 @@ final class LoopbackRead implements ReadRequest {
         return done;
     }
 
+    LoopbackAgent remote() {
+        return remote;
+    }
+
     /** Copies every descriptor, then notifies: the peer never sees the notification before the bytes. */
     void complete(LoopbackAgent local) {
         if (!remote.alive()) {

@@ -1,5 +1,6 @@
 package io.pdconnector.transfer.loopback;
 
+import io.pdconnector.transfer.NativeStatus;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferException;
@@ -33,9 +34,14 @@ final class LoopbackReads {
         return read;
     }
 
-    TransferStatus status(LoopbackAgent self, ReadRequest request) {
+    /** As NIXL: a READ still in progress whose peer {@code self} has invalidated is not found. */
+    TransferStatus status(LoopbackAgent self, LoopbackPeers peers, ReadRequest request) {
         LoopbackRead read = handles.read(request);
         if (!read.done()) {
+            if (!peers.holds(read.remote())) {
+                throw TransferException.of("status(" + read.remoteAgent() + ")", NativeStatus.NOT_FOUND.code(),
+                        "the peer agent was invalidated during the READ");
+            }
             read.complete(self);
         }
         return TransferStatus.DONE;
