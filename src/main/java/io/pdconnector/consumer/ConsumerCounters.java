@@ -16,6 +16,8 @@ public final class ConsumerCounters {
     public final AtomicLong notificationsSent = new AtomicLong();
     public final AtomicLong notificationFailures = new AtomicLong();
     public final AtomicLong handshakes = new AtomicLong();
+    /** Release notifications for pulls D gave up (aborted, timed out), so P frees its lease before expiry. */
+    public final AtomicLong givenUpNotices = new AtomicLong();
     /** Handshakes a pull had to wait for (the registry's announcement had not reached the loop yet). */
     public final AtomicLong handshakesOnPull = new AtomicLong();
     /** Producers refused at handshake: incompatible, over the limits, or claiming another engine's agent. */

@@ -45,6 +45,9 @@ final class Decider {
             if (reason.leaseCheckFailure()) {
                 state.counters.leaseCheckFailures.incrementAndGet();
             }
+            if (reason == DeclineReason.ABORTED || reason == DeclineReason.TIMEOUT) {
+                notices.notifyGivenUp(pull);
+            }
             applyPolicy(pull, reason, recompute);
         }
         pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());

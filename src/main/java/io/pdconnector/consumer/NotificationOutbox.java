@@ -60,6 +60,16 @@ final class NotificationOutbox {
         }
     }
 
+    /**
+     * D gave the pull up (aborted, timed out) and will use none of P's bytes: P may release the lease
+     * now rather than at expiry (vLLM PR #41269). A READ still in flight keeps only D's quarantined
+     * blocks, never P's, so P reusing its blocks at once cannot reach any KV D uses.
+     */
+    void notifyGivenUp(Pull pull) {
+        notifyRead(pull);
+        counters.givenUpNotices.incrementAndGet();
+    }
+
     private static SliceChannel via(RemotePeer peer, int q) {
         return peer.slices().stream().filter(s -> s.slice().prefillRank() == q).findFirst().orElseThrow();
     }

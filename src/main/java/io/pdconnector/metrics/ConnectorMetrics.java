@@ -110,6 +110,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_handshakes", "Handshakes with producer instances (peers loaded)", c.handshakes);
         counter("pd_handshakes_on_pull", "Handshakes a pull waited for: the registry's announcement came later",
                 c.handshakesOnPull);
+        counter("pd_pulls_given_up_notified", "Aborted or timed-out pulls whose lease D released at once by"
+                + " notification", c.givenUpNotices);
         counter("pd_peers_evicted", "Producers dropped to keep pd.consumer.max-peers", c.peersEvicted);
         FunctionCounter.builder("pd_registry_peers_refused", c.peersRefused, AtomicLong::doubleValue)
                 .tag("reason", "incompatible").description("Producers refused, by reason").register(registry);

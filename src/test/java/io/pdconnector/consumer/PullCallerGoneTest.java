@@ -44,11 +44,13 @@ class PullCallerGoneTest {
         assertEquals(0, d.snapshot().pulls(), "the pull is gone at once");
         assertEquals(3, d.snapshot().quarantinedBlocks(), "its blocks wait for its READs (L13): " + d.snapshot());
         assertThrows(UnknownRequestException.class, () -> cluster.await(d.submitStatus("a")));
-        assertEquals(0, d.counters().notificationsSent.get(), "P is not told anything was read");
+        assertEquals(2, d.counters().notificationsSent.get(), "each of P's ranks is told the pull was given up");
+        assertEquals(1, d.counters().givenUpNotices.get());
+        cluster.stepProducers();
+        assertEquals(0, p.snapshot().liveLeases(), "P released its lease at once, not at expiry");
         cluster.engine.gates.open();
         cluster.stepConsumers();
         assertTrue(d.snapshot().idle(), "READs ended, blocks back: " + d.snapshot());
-        cluster.lapseAll();
         cluster.assertNoLeak();
     }
 

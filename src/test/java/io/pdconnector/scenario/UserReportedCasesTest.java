@@ -44,6 +44,40 @@ class UserReportedCasesTest {
         return cluster.consumer(cluster.consumerConfig("d").tpSize(tp));
     }
 
+    /**
+     * vLLM PR #41269 (and #46283): a pull D gives up, aborted before or during its READs or timed out,
+     * releases P's lease by notification at once, not only when the lease expires.
+     */
+    @Test
+    void vllm41269_aPullAbortedOrTimedOutOnDReleasesPsLeaseByNotification() {
+        ProducerFixture p = producer(1);
+        ConsumerFixture d = decoder(1);
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        cluster.engine.gates.close(); // a's READs stay in flight
+        CompletableFuture<PullOutcome> pulling = d.submitPull("a", promptA, a);
+        cluster.steps(3);
+        assertEquals(1, p.snapshot().liveLeases());
+        cluster.await(d.submitAbort("a"));
+        assertDeclined(cluster.await(pulling), "aborted");
+        cluster.steps(3);
+        assertEquals(0, p.snapshot().liveLeases(), "the abort released P's lease, well before it expires");
+        cluster.engine.gates.open();
+
+        int[] promptB = prompt(2, 10);
+        KvTransferParams b = cluster.prefill(p, "b", promptB);
+        cluster.engine.gates.close();
+        CompletableFuture<PullOutcome> slow = d.submitPull("b", promptB, b);
+        cluster.steps(3);
+        cluster.clock.advance(Duration.ofSeconds(121)); // D's pull timeout, with heartbeats keeping P's lease
+        cluster.steps(3);
+        assertDeclined(cluster.await(slow), "timeout");
+        cluster.steps(3);
+        assertEquals(0, p.snapshot().liveLeases(), "the timed-out pull released P's lease too");
+        cluster.engine.gates.open();
+        cluster.steps(3);
+        cluster.assertNoLeak();
+    }
+
     /** vLLM #52234: a load that failed or was declined must never be answered with KV. */
     @Test
     void vllm52234_aFailedOrDeclinedLoadNeverAnswersWithKv() {
