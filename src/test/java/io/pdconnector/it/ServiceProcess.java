@@ -226,6 +226,14 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
+    /** Sends {@code signal} (STOP, CONT) to the service's process, as an operator's kill(1) would. */
+    public void signal(String signal) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new AssertionError("kill -" + signal + " " + process.pid() + " failed");
+        }
+    }
+
     /** Kills the service with SIGKILL, as a crash or the OOM killer would: nothing of it runs a shutdown step. */
     public void kill() throws InterruptedException {
         process.destroyForcibly();

@@ -1,0 +1,195 @@
+package io.pdconnector.it;
+
+import static io.pdconnector.testing.Cluster.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.pdconnector.it.ServiceProcess.Reply;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Faults an operator meets, on packaged services as OS processes with real NIXL: a decoder killed
+ * while it holds leases, a producer frozen (SIGSTOP) past its lease and thawed, a producer killed
+ * during the decoders' READs. What must hold: no pull is ever answered with KV that is not its
+ * prompt's, and everything a dead or frozen peer held comes back.
+ */
+class ProcessFaultsIT {
+
+    private static final Duration READY = Duration.ofSeconds(120);
+    private static final Duration LEASE = Duration.ofSeconds(2);
+    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
+    private static final Path LOGS = TARGET.resolve("it-logs").resolve(ProcessFaultsIT.class.getSimpleName());
+    private static final AtomicInteger SEED = new AtomicInteger(500);
+
+    private ServiceProcess p;
+    private ServiceProcess d;
+
+    private void startPair(String name) throws Exception {
+        Map<String, String> pm = new LinkedHashMap<>();
+        pm.put("pd.engine-id", "faults-p-" + name);
+        pm.put("pd.role", "producer");
+        pm.put("pd.kv.num-blocks", "64");
+        pm.put("pd.kv.max-num-seqs", "16");
+        pm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        pm.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
+        Path state = Files.createDirectories(TARGET.resolve("it-state")).resolve("faults-" + name);
+        pm.put("pd.lease.state-dir", state.toString());
+        p = ServiceProcess.start("p-" + name, pm, LOGS);
+        Map<String, String> dm = new LinkedHashMap<>();
+        dm.put("pd.engine-id", "faults-d-" + name);
+        dm.put("pd.role", "consumer");
+        dm.put("pd.kv.num-blocks", "128");
+        dm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        dm.put("pd.consumer.heartbeat-interval", "250ms");
+        dm.put("pd.consumer.pull-timeout", "5s");
+        dm.put("pd.registry.store", "static");
+        dm.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
+        dm.put("pd.registry.static.refresh-interval", "500ms");
+        d = ServiceProcess.start("d-" + name, dm, LOGS);
+        p.awaitReady(READY);
+        d.awaitReady(READY);
+        d.awaitProducers(READY, "faults-p-" + name);
+    }
+
+    @AfterEach
+    void stop() {
+        for (ServiceProcess s : new ServiceProcess[] {p, d}) {
+            if (s != null) {
+                s.close();
+            }
+        }
+    }
+
+    private static JsonNode prefill(ServiceProcess p, String id, int[] tokens) throws Exception {
+        Reply r = p.post("/v1/producer/prefill", Map.of("request_id", id, "token_ids", tokens,
+                "kv_transfer_params", Map.of("do_remote_decode", true)));
+        assertEquals(200, r.status(), "prefill " + id + ": " + r);
+        return r.json().path("kv_transfer_params");
+    }
+
+    private static Reply pull(ServiceProcess d, String id, int[] tokens, JsonNode params) throws Exception {
+        return d.post("/v1/consumer/pull", Map.of("request_id", id, "token_ids", tokens, "kv_transfer_params", params));
+    }
+
+    /** A pull's answer is its prompt's KV, or no KV: never someone else's. */
+    private static String judge(Reply r) {
+        if (r.status() == 409) {
+            return "declined:" + r.json().path("reason").asText();
+        }
+        assertEquals(200, r.status(), r.toString());
+        JsonNode body = r.json();
+        assertTrue(body.path("matches_reference").asBoolean(), "a pull answered with KV that is not its prompt's: "
+                + body);
+        return body.path("state").asText();
+    }
+
+    private static void awaitMetric(ServiceProcess s, String metric, double atLeast, Duration deadline)
+            throws Exception {
+        long end = System.nanoTime() + deadline.toNanos();
+        double last = s.metric(metric);
+        while (last < atLeast && System.nanoTime() < end) {
+            Thread.sleep(100);
+            last = s.metric(metric);
+        }
+        assertTrue(last >= atLeast, s.name + " " + metric + " = " + last + ", expected at least " + atLeast);
+    }
+
+    @Test
+    void aDecoderKilledWhileItHoldsLeases_producerReapsThemAndCountsThem() throws Exception {
+        startPair("dkill");
+        double expiredBefore = p.metric("nixl_num_kv_expired_reqs_total");
+        int leases = 6;
+        for (int i = 0; i < leases; i++) {
+            prefill(p, "held-" + i, prompt(SEED.getAndIncrement(), 40));
+        }
+        assertEquals(leases, p.status().path("producer").path("leases_live").asInt());
+        d.kill();
+        awaitMetric(p, "nixl_num_kv_expired_reqs_total", expiredBefore + leases, LEASE.plusSeconds(10));
+        JsonNode status = p.awaitStatus("every lease reaped", s -> s.path("producer").path("leases_live").asInt() == 0
+                && s.path("producer").path("blocks_in_use").asInt() == 0, Duration.ofSeconds(10));
+        assertEquals(0, status.path("producer").path("slots_in_use").asInt(), status.toString());
+    }
+
+    @Test
+    void aProducerFrozenPastItsLeaseThenThawed_noPullGetsAnotherPromptsKv() throws Exception {
+        startPair("stop");
+        int[] tokens = prompt(SEED.getAndIncrement(), 40);
+        JsonNode params = prefill(p, "frozen", tokens);
+        p.signal("STOP");
+        try {
+            Thread.sleep(LEASE.plusMillis(500).toMillis()); // past the lease, but P's loop cannot reap it
+            // D reads P's memory through CMA while P is frozen; the slot still holds the nonce, so the KV is
+            // still P's to give; or D's registry dropped the silent P (peer_gone, unknown_peer), or its
+            // timeout declined the pull: never wrong KV
+            String outcome = judge(pull(d, "frozen", tokens, params));
+            assertTrue(List.of("received", "declined:lease_mismatch", "declined:timeout", "declined:peer_gone",
+                    "declined:unknown_peer").contains(outcome), outcome);
+        } finally {
+            p.signal("CONT");
+        }
+        // after the thaw P reaps or releases the lease, and serves as before
+        p.awaitStatus("the frozen lease ended", s -> s.path("producer").path("leases_live").asInt() == 0,
+                LEASE.plusSeconds(10));
+        d.awaitProducers(READY, "faults-p-stop");
+        int[] next = prompt(SEED.getAndIncrement(), 40);
+        assertEquals("received", judge(pull(d, "after-thaw", next, prefill(p, "after-thaw", next))));
+        assertEquals(204, d.delete("/v1/consumer/requests/after-thaw").status());
+        d.delete("/v1/consumer/requests/frozen");
+    }
+
+    @Test
+    void aProducerKilledDuringTheDecodersReads_everyAnswerIsRightOrDeclined_andDecoderFreesEverything()
+            throws Exception {
+        startPair("pkill");
+        ExecutorService clients = Executors.newFixedThreadPool(4);
+        Map<String, Integer> outcomes = new ConcurrentHashMap<>();
+        AtomicInteger ids = new AtomicInteger();
+        try {
+            List<Future<?>> running = new java.util.ArrayList<>();
+            for (int c = 0; c < 4; c++) {
+                running.add(clients.submit(() -> {
+                    for (int i = 0; i < 200; i++) {
+                        String id = "k-" + ids.incrementAndGet();
+                        int[] tokens = prompt(SEED.getAndIncrement(), 512); // 32 blocks: READs that take a while
+                        JsonNode params;
+                        try {
+                            params = prefill(p, id, tokens);
+                        } catch (Throwable producerGone) {
+                            return null;
+                        }
+                        Reply r = pull(d, id, tokens, params);
+                        outcomes.merge(judge(r), 1, Integer::sum);
+                        d.delete("/v1/consumer/requests/" + id);
+                    }
+                    return null;
+                }));
+            }
+            Thread.sleep(1500);
+            p.kill();
+            for (Future<?> f : running) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+        System.out.println("ProcessFaultsIT producer killed mid-READs: " + outcomes);
+        assertTrue(outcomes.getOrDefault("received", 0) > 0, "pulls were served before the kill: " + outcomes);
+        JsonNode status = d.awaitStatus("D holds nothing", s -> s.path("consumer").path("blocks_in_use").asInt() == 0
+                && s.path("consumer").path("pulls_live").asInt() == 0, Duration.ofSeconds(30));
+        assertEquals(200, d.get("/q/health/live").status(), "D's loop survived: " + status);
+    }
+}
