@@ -74,17 +74,6 @@ class ProcessFaultsIT {
         }
     }
 
-    private static JsonNode prefill(ServiceProcess p, String id, int[] tokens) throws Exception {
-        Reply r = p.post("/v1/producer/prefill", Map.of("request_id", id, "token_ids", tokens,
-                "kv_transfer_params", Map.of("do_remote_decode", true)));
-        assertEquals(200, r.status(), "prefill " + id + ": " + r);
-        return r.json().path("kv_transfer_params");
-    }
-
-    private static Reply pull(ServiceProcess d, String id, int[] tokens, JsonNode params) throws Exception {
-        return d.post("/v1/consumer/pull", Map.of("request_id", id, "token_ids", tokens, "kv_transfer_params", params));
-    }
-
     /** A pull's answer is its prompt's KV, or no KV: never someone else's. */
     private static String judge(Reply r) {
         if (r.status() == 409) {
@@ -114,7 +103,7 @@ class ProcessFaultsIT {
         double expiredBefore = p.metric("nixl_num_kv_expired_reqs_total");
         int leases = 6;
         for (int i = 0; i < leases; i++) {
-            prefill(p, "held-" + i, prompt(SEED.getAndIncrement(), 40));
+            p.prefill("held-" + i, prompt(SEED.getAndIncrement(), 40));
         }
         assertEquals(leases, p.status().path("producer").path("leases_live").asInt());
         d.kill();
@@ -128,14 +117,14 @@ class ProcessFaultsIT {
     void aProducerFrozenPastItsLeaseThenThawed_noPullGetsAnotherPromptsKv() throws Exception {
         startPair("stop");
         int[] tokens = prompt(SEED.getAndIncrement(), 40);
-        JsonNode params = prefill(p, "frozen", tokens);
+        JsonNode params = p.prefill("frozen", tokens);
         p.signal("STOP");
         try {
             Thread.sleep(LEASE.plusMillis(500).toMillis()); // past the lease, but P's loop cannot reap it
             // D reads P's memory through CMA while P is frozen; the slot still holds the nonce, so the KV is
             // still P's to give; or D's registry dropped the silent P (peer_gone, unknown_peer), or its
             // timeout declined the pull: never wrong KV
-            String outcome = judge(pull(d, "frozen", tokens, params));
+            String outcome = judge(d.pull("frozen", tokens, params));
             assertTrue(List.of("received", "declined:lease_mismatch", "declined:timeout", "declined:peer_gone",
                     "declined:unknown_peer").contains(outcome), outcome);
         } finally {
@@ -146,7 +135,7 @@ class ProcessFaultsIT {
                 LEASE.plusSeconds(10));
         d.awaitProducers(READY, "faults-p-stop");
         int[] next = prompt(SEED.getAndIncrement(), 40);
-        assertEquals("received", judge(pull(d, "after-thaw", next, prefill(p, "after-thaw", next))));
+        assertEquals("received", judge(d.pull("after-thaw", next, p.prefill("after-thaw", next))));
         assertEquals(204, d.delete("/v1/consumer/requests/after-thaw").status());
         d.delete("/v1/consumer/requests/frozen");
     }
@@ -167,11 +156,11 @@ class ProcessFaultsIT {
                         int[] tokens = prompt(SEED.getAndIncrement(), 512); // 32 blocks: READs that take a while
                         JsonNode params;
                         try {
-                            params = prefill(p, id, tokens);
+                            params = p.prefill(id, tokens);
                         } catch (Throwable producerGone) {
                             return null;
                         }
-                        Reply r = pull(d, id, tokens, params);
+                        Reply r = d.pull(id, tokens, params);
                         outcomes.merge(judge(r), 1, Integer::sum);
                         d.delete("/v1/consumer/requests/" + id);
                     }

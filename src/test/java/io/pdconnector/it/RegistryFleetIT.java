@@ -109,21 +109,10 @@ class RegistryFleetIT {
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }
 
-    private static JsonNode prefill(ServiceProcess p, String id, int[] tokens) throws Exception {
-        Reply r = p.post("/v1/producer/prefill", Map.of("request_id", id, "token_ids", tokens,
-                "kv_transfer_params", Map.of("do_remote_decode", true)));
-        assertEquals(200, r.status(), p.name + " prefill " + id + ": " + r);
-        return r.json().path("kv_transfer_params");
-    }
-
-    private static Reply pull(ServiceProcess d, String id, int[] tokens, JsonNode params) throws Exception {
-        return d.post("/v1/consumer/pull", Map.of("request_id", id, "token_ids", tokens, "kv_transfer_params", params));
-    }
-
     /** Prefill on p, pull on d, check the KV is the prompt's, release D's blocks; returns the pull's pull_ms. */
     private static double roundTrip(ServiceProcess p, ServiceProcess d, String id) throws Exception {
         int[] tokens = prompt(seed++, TOKENS);
-        Reply r = pull(d, id, tokens, prefill(p, id, tokens));
+        Reply r = d.pull(id, tokens, p.prefill(id, tokens));
         assertEquals(200, r.status(), d.name + " pull " + id + " from " + p.name + ": " + r);
         JsonNode body = r.json();
         assertEquals("received", body.path("state").asText(), body.toString());
@@ -259,7 +248,7 @@ class RegistryFleetIT {
     @Order(4)
     void aProducerKilledWithSigkill_leavesEveryViewWithinItsTtl_andNoPullGoesToIt() throws Exception {
         int[] tokens = prompt(seed++, TOKENS);
-        JsonNode params = prefill(of("p2"), "orphan", tokens);
+        JsonNode params = of("p2").prefill("orphan", tokens);
         double failedBefore = of("d1").metric(FAILED_TRANSFERS);
         long killed = System.nanoTime();
         of("p2").kill();
@@ -271,7 +260,7 @@ class RegistryFleetIT {
                 gone, TTL.toSeconds()));
         assertTrue(gone <= TTL.toSeconds() + 5, "gone within TTL + margin: " + gone);
 
-        Reply r = pull(of("d1"), "orphan", tokens, params);
+        Reply r = of("d1").pull("orphan", tokens, params);
         assertEquals(409, r.status(), r.toString());
         assertEquals("unknown_peer", r.json().path("reason").asText());
         assertEquals(failedBefore, of("d1").metric(FAILED_TRANSFERS), "no READ was posted to the dead producer");
@@ -282,7 +271,7 @@ class RegistryFleetIT {
     @Order(5)
     void aRestartedProducer_newEpoch_isServedWithoutAReadThroughItsOldAgent() throws Exception {
         int[] tokens = prompt(seed++, TOKENS);
-        JsonNode old = prefill(of("p1"), "before-restart", tokens);
+        JsonNode old = of("p1").prefill("before-restart", tokens);
         String oldEpoch = epochOf(of("d1").get("/v1/registry").json(), "fleet-p1");
         double failedBefore = of("d1").metric(FAILED_TRANSFERS);
         FLEET.remove("p1").close();
@@ -291,7 +280,7 @@ class RegistryFleetIT {
         of("d1").awaitRegistry("p1's new epoch", v -> lists(v, "fleet-p1")
                 && !epochOf(v, "fleet-p1").equals(oldEpoch), SOON);
 
-        Reply stale = pull(of("d1"), "before-restart", tokens, old);
+        Reply stale = of("d1").pull("before-restart", tokens, old);
         assertEquals(409, stale.status(), "params of the old incarnation are not P's to give: " + stale);
         // its params name the old address (peer_mismatch) or, at the same address, blocks now leased to no one
         assertTrue(List.of("lease_mismatch", "peer_mismatch").contains(stale.json().path("reason").asText()),

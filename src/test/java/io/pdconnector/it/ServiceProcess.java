@@ -125,6 +125,20 @@ public final class ServiceProcess implements AutoCloseable {
         return new Reply(r.statusCode(), r.body(), r.headers().firstValue("Content-Type").orElse(""));
     }
 
+    /** {@code POST /v1/producer/prefill} of {@code tokens} for a remote decode; P's kv_transfer_params. */
+    public JsonNode prefill(String requestId, int[] tokens) throws IOException, InterruptedException {
+        Reply r = post("/v1/producer/prefill", Map.of("request_id", requestId, "token_ids", tokens,
+                "kv_transfer_params", Map.of("do_remote_decode", true)));
+        assertTrue(r.status() == 200, name + " prefill " + requestId + ": " + r);
+        return r.json().path("kv_transfer_params");
+    }
+
+    /** {@code POST /v1/consumer/pull} with P's params forwarded verbatim, as a router does. */
+    public Reply pull(String requestId, int[] tokens, JsonNode params) throws IOException, InterruptedException {
+        return post("/v1/consumer/pull", Map.of("request_id", requestId, "token_ids", tokens,
+                "kv_transfer_params", params));
+    }
+
     /** {@code GET /v1/status}. */
     public JsonNode status() throws IOException, InterruptedException {
         Reply r = get("/v1/status");
