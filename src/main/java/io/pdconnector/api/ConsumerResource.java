@@ -1,11 +1,13 @@
 package io.pdconnector.api;
 
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
@@ -46,6 +48,7 @@ public class ConsumerResource {
 
     @POST
     @Path("/pull")
+    @RolesAllowed(AuthRole.ROUTER)
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
     public PullResponse pull(@Valid @NotNull PullRequest request) {
         ConsumerFacade consumer = consumer();
@@ -66,6 +69,7 @@ public class ConsumerResource {
 
     @GET
     @Path("/requests/{id}/kv")
+    @RolesAllowed(AuthRole.ENGINE)
     @Produces(MediaType.APPLICATION_OCTET_STREAM)
     @Operation(summary = "The pulled KV bytes (per block, each rank's slice in rank order); then releases D's blocks")
     public Response readKv(
@@ -81,6 +85,7 @@ public class ConsumerResource {
 
     @GET
     @Path("/requests/{id}")
+    @RolesAllowed({AuthRole.ENGINE, AuthRole.OPERATOR})
     @Operation(summary = "Where a pull is: state, reason, time to its deadline, local blocks")
     public PullStatusResponse status(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
@@ -90,6 +95,8 @@ public class ConsumerResource {
 
     @DELETE
     @Path("/requests/{id}")
+    // the release of what a router pulled and an engine would have read: either may give it up, and an operator
+    @RolesAllowed({AuthRole.OPERATOR, AuthRole.ROUTER, AuthRole.ENGINE})
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
     public void release(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),

@@ -1,7 +1,9 @@
 package io.pdconnector.api;
 
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -26,6 +28,7 @@ public class HandshakeResource {
     }
 
     @GET
+    @RolesAllowed({AuthRole.PEER, AuthRole.OPERATOR})
     @Operation(summary = "Per-rank NIXL metadata, KV and lease-slot regions, geometry and compatibility hash")
     public List<HandshakeMetadata> handshake() {
         if (!runtime.config().role().producer()) {

@@ -1,10 +1,12 @@
 package io.pdconnector.api;
 
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.loop.StepLoop;
 import io.pdconnector.runtime.ConnectorRuntime;
 import io.pdconnector.transfer.TransferEngine;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -29,6 +31,7 @@ public class InstanceResource {
     }
 
     @GET
+    @RolesAllowed(AuthRole.OPERATOR)
     @Operation(summary = "Role, blocks and slots held, live leases and pulls, queue depths, step-loop heartbeat")
     public Map<String, Object> status() {
         PdConfig config = runtime.config();

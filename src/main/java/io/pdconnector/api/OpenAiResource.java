@@ -1,9 +1,11 @@
 package io.pdconnector.api;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.protocol.RequestIds;
 import io.quarkus.runtime.annotations.RegisterForReflection;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
@@ -28,6 +30,7 @@ import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 @Consumes(MediaType.APPLICATION_JSON)
 @Produces({MediaType.APPLICATION_JSON, EventStream.MEDIA_TYPE})
 @Tag(name = "openai")
+@RolesAllowed(AuthRole.ROUTER)
 @RegisterForReflection(targets = {CompletionBodies.Completion.class, CompletionBodies.Choice.class,
         CompletionBodies.Chunk.class, ChatBodies.ChatCompletion.class, ChatBodies.Choice.class, ChatBodies.Message.class,
         ChatBodies.Chunk.class, ChatBodies.ChunkChoice.class, ChatBodies.Delta.class, OpenAiUsage.class})

@@ -1,10 +1,12 @@
 package io.pdconnector.api;
 
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.producer.ProducerFacade;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
@@ -44,6 +46,7 @@ public class ProducerResource {
 
     @POST
     @Path("/prefill")
+    @RolesAllowed(AuthRole.ROUTER)
     @Operation(summary = "Prefill with the reference engine and return kv_transfer_params to forward to D")
     public PrefillResponse prefill(@Valid @NotNull PrefillRequest request) {
         ProducerFacade producer = producer();
@@ -55,6 +58,7 @@ public class ProducerResource {
 
     @POST
     @Path("/requests")
+    @RolesAllowed(AuthRole.ENGINE)
     @Operation(summary = "Reserve blocks, a lease slot and a nonce for an engine that writes the KV itself; "
             + "201 with the block ids, each rank's KV file and the layout")
     public Response reserve(@Valid @NotNull ReserveRequest request, @Context UriInfo uri) {
@@ -67,6 +71,7 @@ public class ProducerResource {
 
     @PUT
     @Path("/requests/{id}/kv")
+    @RolesAllowed(AuthRole.ENGINE)
     @Consumes(MediaType.APPLICATION_OCTET_STREAM)
     @Operation(summary = "Upload a reserved request's KV (for each block, each rank's slice in rank order); "
             + "only before finish, exactly upload_bytes long")
@@ -78,6 +83,7 @@ public class ProducerResource {
 
     @POST
     @Path("/requests/{id}/finish")
+    @RolesAllowed(AuthRole.ENGINE)
     @Consumes(MediaType.WILDCARD) // an engine finishes with an empty POST, which carries no content type
     @Operation(summary = "The engine wrote the KV: export the lease (slot written on every rank) and return "
             + "kv_transfer_params; once only")
@@ -90,6 +96,7 @@ public class ProducerResource {
 
     @GET
     @Path("/requests/{id}")
+    @RolesAllowed({AuthRole.ENGINE, AuthRole.OPERATOR})
     @Operation(summary = "Where a request's lease is: state, slot, nonce, time left, blocks, ranks finished")
     public LeaseStatusResponse status(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
@@ -99,6 +106,8 @@ public class ProducerResource {
 
     @DELETE
     @Path("/requests/{id}")
+    // the engine gives up a reservation, a router drops the lease of a failed decode, an operator cleans up
+    @RolesAllowed({AuthRole.OPERATOR, AuthRole.ROUTER, AuthRole.ENGINE})
     @Operation(summary = "Abort (a reserved request too): zero the request's slots, then free its blocks; "
             + "a late reader is declined")
     public void abort(

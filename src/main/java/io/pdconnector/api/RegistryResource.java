@@ -2,10 +2,12 @@ package io.pdconnector.api;
 
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.controlplane.RegistryStore;
 import io.pdconnector.runtime.ConnectorRuntime;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -29,6 +31,7 @@ public class RegistryResource {
     }
 
     @GET
+    @RolesAllowed({AuthRole.OPERATOR, AuthRole.PEER})
     @Operation(summary = "Every instance this one knows: engine id, role, address, epoch, capacity, readiness")
     public RegistryView fleet() {
         long now = System.currentTimeMillis();
@@ -41,6 +44,7 @@ public class RegistryResource {
 
     @GET
     @Path("/self")
+    @RolesAllowed({AuthRole.PEER, AuthRole.OPERATOR})
     @Operation(summary = "This instance's own registry record, NIXL metadata included")
     public InstanceRecord self() {
         return registry.self();

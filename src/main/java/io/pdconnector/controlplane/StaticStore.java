@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +21,8 @@ import org.jboss.logging.Logger;
  * each one's own record ({@code GET /v1/registry/self}) now and every refresh interval. Only those
  * addresses are ever contacted. A peer that has not answered for {@link #MISSED_REFRESHES} refreshes
  * in a row leaves the view until it answers again; an address answering for another address's
- * engine, or as an engine another address already is, is refused.
+ * engine, or as an engine another address already is, is refused. Each fetch carries the peer token
+ * ({@code config.ClientTokens}) when one is configured: a peer with auth on answers only that.
  */
 public final class StaticStore implements RegistryStore {
 
@@ -32,6 +34,7 @@ public final class StaticStore implements RegistryStore {
     private final Duration timeout;
     private final RecordCodec codec;
     private final RegistryCounters counters;
+    private final Optional<String> authorization;
     private final HttpClient http;
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "pd-registry-static");
@@ -45,12 +48,13 @@ public final class StaticStore implements RegistryStore {
     private volatile boolean published;
 
     public StaticStore(List<String> peers, Duration refresh, Duration timeout, RecordCodec codec,
-            RegistryCounters counters) {
+            RegistryCounters counters, Optional<String> authorization) {
         this.peers = List.copyOf(peers);
         this.refresh = refresh;
         this.timeout = timeout;
         this.codec = codec;
         this.counters = counters;
+        this.authorization = authorization;
         this.http = HttpClient.newBuilder().connectTimeout(timeout).followRedirects(HttpClient.Redirect.NEVER).build();
     }
 
@@ -124,10 +128,16 @@ public final class StaticStore implements RegistryStore {
     }
 
     private byte[] fetch(String address) throws IOException, InterruptedException {
-        HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + address + "/v1/registry/self"))
-                .timeout(timeout).header("Accept", "application/json").build();
-        HttpResponse<InputStream> response = http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://" + address + "/v1/registry/self"))
+                .timeout(timeout).header("Accept", "application/json");
+        authorization.ifPresent(a -> request.header("Authorization", a));
+        HttpResponse<InputStream> response = http.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
         try (InputStream body = response.body()) {
+            if (response.statusCode() == 401 || response.statusCode() == 403) {
+                throw new IOException("HTTP " + response.statusCode() + ": the peer refused "
+                        + (authorization.isPresent() ? "this instance's peer token" : "a fetch without a token")
+                        + " (pd.auth.tokens.peer)");
+            }
             if (response.statusCode() != 200) {
                 throw new IOException("HTTP " + response.statusCode());
             }

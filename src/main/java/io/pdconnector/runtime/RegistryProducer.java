@@ -1,5 +1,7 @@
 package io.pdconnector.runtime;
 
+import io.pdconnector.config.AuthRole;
+import io.pdconnector.config.ClientTokens;
 import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.config.ProducerConfig;
@@ -36,7 +38,7 @@ public class RegistryProducer {
                 identity.port(), config.tpSize(), UUID.randomUUID().toString(),
                 HandshakeMetadata.CONNECTOR_VERSION, identity.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION),
                 List.of(), InstanceRecord.Capacity.UNKNOWN, false, System.currentTimeMillis());
-        return new Registry(store(config.registry(), counters), first, config.registry().publishMinInterval(), counters,
+        return new Registry(store(config, counters), first, config.registry().publishMinInterval(), counters,
                 InstantSource.system());
     }
 
@@ -44,12 +46,14 @@ public class RegistryProducer {
         registry.close();
     }
 
-    private static RegistryStore store(PdConfig.Registry config, RegistryCounters counters) {
+    private static RegistryStore store(PdConfig pd, RegistryCounters counters) {
+        PdConfig.Registry config = pd.registry();
         RecordCodec codec = new RecordCodec();
         return switch (config.store()) {
             case "embedded" -> new EmbeddedStore(counters);
             case "static" -> new StaticStore(config.fixed().peers().orElse(List.of()), config.fixed().refreshInterval(),
-                    config.fixed().fetchTimeout(), codec, counters);
+                    config.fixed().fetchTimeout(), codec, counters,
+                    ClientTokens.from(pd.auth()).authorization(AuthRole.peer));
             case "etcd" -> new EtcdStore(EtcdSettings.from(config.etcd()), codec, counters);
             default -> throw new IllegalArgumentException("pd.registry.store=" + config.store()
                     + " is not a store this build has (embedded, static, etcd)");

@@ -10,6 +10,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
@@ -61,8 +62,19 @@ class StaticStoreTest {
 
     /** A listener on 127.0.0.1 answering {@code /v1/registry/self} with whatever {@code answer} holds. */
     private HttpServer serve(AtomicReference<byte[]> answer) throws IOException {
+        return serve(answer, null);
+    }
+
+    /** As {@link #serve(AtomicReference)}, but answering 401 to a fetch without {@code Authorization: required}. */
+    private HttpServer serve(AtomicReference<byte[]> answer, String required) throws IOException {
         HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         s.createContext("/v1/registry/self", exchange -> {
+            String presented = exchange.getRequestHeaders().getFirst("Authorization");
+            if (required != null && !required.equals(presented)) {
+                exchange.sendResponseHeaders(401, -1);
+                exchange.close();
+                return;
+            }
             byte[] body = answer.get();
             exchange.sendResponseHeaders(200, body.length);
             exchange.getResponseBody().write(body);
@@ -96,7 +108,7 @@ class StaticStoreTest {
         b.set(CODEC.encode(RegistryTest.record("p", "e9", pa, true))); // answers as p at a's address
         store = new StaticStore(List.of("127.0.0.1:" + pa, "127.0.0.1:" + sb.getAddress().getPort(),
                 "127.0.0.1:" + sc.getAddress().getPort()), Duration.ofMillis(50), Duration.ofSeconds(1), CODEC,
-                new RegistryCounters());
+                new RegistryCounters(), Optional.empty());
         store.start(listener);
 
         await("p listed", () -> view.containsKey("p"));
@@ -111,5 +123,47 @@ class StaticStoreTest {
         sa.stop(0);
         await("p dropped after " + StaticStore.MISSED_REFRESHES + " missed refreshes", () -> !view.containsKey("p"));
         assertTrue(store.health().reachable(), "the other peers still answer");
+    }
+
+    @Test
+    void aPeerWithAuthOnIsListedOnlyByAStoreThatPresentsThePeerToken() throws Exception {
+        String peerToken = "Bearer peer-token-0123456789abcdef";
+        AtomicReference<byte[]> a = new AtomicReference<>();
+        HttpServer sa = serve(a, peerToken);
+        int pa = sa.getAddress().getPort();
+        a.set(CODEC.encode(RegistryTest.record("p", "e1", pa, true)));
+        StaticStore without = new StaticStore(List.of("127.0.0.1:" + pa), Duration.ofMillis(50), Duration.ofSeconds(1),
+                CODEC, new RegistryCounters(), Optional.empty());
+        ConcurrentHashMap<String, InstanceRecord> seenWithout = new ConcurrentHashMap<>();
+        try {
+            without.start(new RegistryListener() {
+                @Override
+                public void upsert(InstanceRecord record) {
+                    seenWithout.put(record.engineId(), record);
+                }
+
+                @Override
+                public void remove(String engineId) {
+                }
+
+                @Override
+                public void replaceAll(Collection<InstanceRecord> records) {
+                }
+
+                @Override
+                public void refused(String key, String reason) {
+                }
+            });
+            store = new StaticStore(List.of("127.0.0.1:" + pa), Duration.ofMillis(50), Duration.ofSeconds(1), CODEC,
+                    new RegistryCounters(), Optional.of(peerToken));
+            store.start(listener);
+
+            await("p listed by the store with the token", () -> view.containsKey("p"));
+            Thread.sleep(200); // several refreshes of the store without it
+            assertTrue(seenWithout.isEmpty(), "a store without the token was answered: " + seenWithout);
+            assertTrue(!without.health().reachable(), "its peer refused it: " + without.health());
+        } finally {
+            without.close();
+        }
     }
 }

@@ -29,7 +29,7 @@ import java.util.regex.Matcher;
  * log file under {@code target/it-logs/} for diagnosis. {@link #close} kills it (and waits).
  *
  * <p>Its HTTP helpers speak to the service the way a router or an operator does, each call with a
- * deadline.
+ * deadline, and with the bearer token set by {@link #authorization} (none by default).
  */
 public final class ServiceProcess implements AutoCloseable {
 
@@ -42,6 +42,7 @@ public final class ServiceProcess implements AutoCloseable {
     public final int port;
     public final Path log;
     private final Process process;
+    private volatile String authorization;
 
     private ServiceProcess(String name, int port, Path log, Process process) {
         this.name = name;
@@ -99,26 +100,35 @@ public final class ServiceProcess implements AutoCloseable {
                 + tail());
     }
 
+    /** The token every later call presents ({@code null}: none), as a router, an engine or an operator would. */
+    public ServiceProcess authorization(String token) {
+        this.authorization = token;
+        return this;
+    }
+
+    private HttpRequest.Builder request(String path) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT);
+        String token = authorization;
+        return token == null ? b : b.header("Authorization", "Bearer " + token);
+    }
+
     public URI uri(String path) {
         return URI.create("http://127.0.0.1:" + port + path);
     }
 
     /** POSTs a JSON body; returns status and parsed body (problem documents included). */
     public Reply post(String path, Object body) throws IOException, InterruptedException {
-        HttpRequest request = HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT)
-                .header("Content-Type", "application/json")
+        HttpRequest request = request(path).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body))).build();
         return reply(HTTP.send(request, HttpResponse.BodyHandlers.ofByteArray()));
     }
 
     public Reply get(String path) throws IOException, InterruptedException {
-        return reply(HTTP.send(HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT).build(),
-                HttpResponse.BodyHandlers.ofByteArray()));
+        return reply(HTTP.send(request(path).build(), HttpResponse.BodyHandlers.ofByteArray()));
     }
 
     public Reply delete(String path) throws IOException, InterruptedException {
-        return reply(HTTP.send(HttpRequest.newBuilder(uri(path)).timeout(CALL_TIMEOUT).DELETE().build(),
-                HttpResponse.BodyHandlers.ofByteArray()));
+        return reply(HTTP.send(request(path).DELETE().build(), HttpResponse.BodyHandlers.ofByteArray()));
     }
 
     private Reply reply(HttpResponse<byte[]> r) {
@@ -224,6 +234,14 @@ public final class ServiceProcess implements AutoCloseable {
     @Override
     public String toString() {
         return name + " (port " + port + ")";
+    }
+
+    /** Waits for the process to end by itself; its exit code (an AssertionError with the log's tail if it does not). */
+    public int awaitExit(Duration deadline) throws InterruptedException {
+        if (!process.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError(name + " still running after " + deadline + "; log " + log + ":\n" + tail());
+        }
+        return process.exitValue();
     }
 
     public boolean isAlive() {
