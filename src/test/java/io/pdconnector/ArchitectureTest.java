@@ -29,12 +29,14 @@ class ArchitectureTest {
 
     /** Package -> the project packages it may use. Everything points down; leaves use nothing. */
     static final Map<String, Set<String>> MAY_USE = Map.ofEntries(
-            Map.entry("api", Set.of("auth", "runtime", "producer", "consumer", "controlplane", "config", "protocol",
+            Map.entry("api", Set.of("auth", "runtime", "router", "producer", "consumer", "controlplane", "config",
+                    "protocol",
                     "reference", "kv", "loop", "error", "transfer")),
             Map.entry("auth", Set.of("config")),
             Map.entry("health", Set.of("runtime", "controlplane", "config", "protocol", "loop", "transfer")),
-            Map.entry("runtime", Set.of("metrics", "controlplane", "producer", "consumer", "config", "protocol",
+            Map.entry("runtime", Set.of("metrics", "router", "controlplane", "producer", "consumer", "config", "protocol",
                     "reference", "kv", "loop", "memory", "error", "nixl", "transfer")),
+            Map.entry("router", Set.of("controlplane", "config", "protocol", "error")),
             Map.entry("metrics", Set.of("controlplane", "producer", "consumer", "config", "loop")),
             Map.entry("controlplane", Set.of("config", "protocol", "kv", "error")),
             Map.entry("producer", Set.of("config", "protocol", "reference", "kv", "loop", "memory", "error",

@@ -1,6 +1,8 @@
 package io.pdconnector.api;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.protocol.RequestIds;
@@ -19,12 +21,17 @@ import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.media.Content;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.RequestBody;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
 /**
  * The OpenAI-compatible endpoints the P/D routers (vLLM's toy proxy, llm-d's routing sidecar) drive
  * engines through. {@code kv_transfer_params} in the body picks the leg (see {@link TransferIntent});
- * the request id is the router's {@code X-Request-Id}, echoed back, or a fresh one.
+ * the request id is the router's {@code X-Request-Id}, echoed back, or a fresh one. On a router
+ * ({@code pd.role=router}) the same endpoints route the request to a P and a D instead
+ * ({@link RoutedAnswers}); the body is kept as its JSON tree so every field the client sent is forwarded.
  */
 @Path("/v1")
 @Consumes(MediaType.APPLICATION_JSON)
@@ -40,19 +47,28 @@ public class OpenAiResource {
 
     private final ReferenceGeneration generation;
     private final ObjectMapper json;
+    private final RequestBodies bodies;
+    private final RoutedAnswers routed;
 
-    public OpenAiResource(ReferenceGeneration generation, ObjectMapper json) {
+    public OpenAiResource(ReferenceGeneration generation, ObjectMapper json, RequestBodies bodies, RoutedAnswers routed) {
         this.generation = generation;
         this.json = json;
+        this.bodies = bodies;
+        this.routed = routed;
     }
 
     @POST
     @Path("/completions")
     @Operation(summary = "OpenAI completion; kv_transfer_params.do_remote_decode makes it P's leg, "
             + "do_remote_prefill D's (lease-verified pull), neither a local completion")
-    public Response completions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader,
-            @Valid @NotNull CompletionRequest request) {
+    @RequestBody(required = true, content = @Content(schema = @Schema(implementation = CompletionRequest.class)))
+    public Response completions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader, @NotNull ObjectNode body)
+            throws JsonProcessingException {
+        CompletionRequest request = bodies.read(body, CompletionRequest.class);
         String requestId = requestId(requestIdHeader);
+        if (routed.routing()) {
+            return routed.answer("/v1/completions", body, requestId);
+        }
         Generation g = generation.generate(requestId, CompletionPrompt.tokens(request.prompt()), request);
         ReplyHeader h = new ReplyHeader("cmpl-" + requestId, Instant.now().getEpochSecond(), request.modelName());
         return request.streaming()
@@ -63,9 +79,14 @@ public class OpenAiResource {
     @POST
     @Path("/chat/completions")
     @Operation(summary = "OpenAI chat completion, with the same legs as /v1/completions")
-    public Response chatCompletions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader,
-            @Valid @NotNull ChatCompletionRequest request) {
+    @RequestBody(required = true, content = @Content(schema = @Schema(implementation = ChatCompletionRequest.class)))
+    public Response chatCompletions(@HeaderParam(REQUEST_ID_HEADER) String requestIdHeader, @NotNull ObjectNode body)
+            throws JsonProcessingException {
+        ChatCompletionRequest request = bodies.read(body, ChatCompletionRequest.class);
         String requestId = requestId(requestIdHeader);
+        if (routed.routing()) {
+            return routed.answer("/v1/chat/completions", body, requestId);
+        }
         int[] prompt = PromptInput.tokens(ChatTemplate.render(request.messages()), null);
         Generation g = generation.generate(requestId, prompt, request);
         ReplyHeader h = new ReplyHeader("chatcmpl-" + requestId, Instant.now().getEpochSecond(), request.modelName());

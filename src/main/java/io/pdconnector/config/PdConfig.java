@@ -21,7 +21,10 @@ import java.util.Optional;
 @ConfigMapping(prefix = "pd")
 public interface PdConfig {
 
-    /** What this instance serves: {@code producer} (P), {@code consumer} (D) or {@code both}. */
+    /**
+     * What this instance serves: {@code producer} (P), {@code consumer} (D), {@code both}, or
+     * {@code router} (the fleet's front door: no KV, no NIXL, P and D picked from the registry).
+     */
     @WithDefault("both")
     Role role();
 
@@ -65,17 +68,20 @@ public interface PdConfig {
 
     Auth auth();
 
+    Router router();
+
     enum Role {
         producer,
         consumer,
-        both;
+        both,
+        router;
 
         public boolean producer() {
-            return this != consumer;
+            return this == producer || this == both;
         }
 
         public boolean consumer() {
-            return this != producer;
+            return this == consumer || this == both;
         }
     }
 
@@ -293,6 +299,33 @@ public interface PdConfig {
 
             Optional<List<String>> operator();
         }
+    }
+
+    /** The router role (README "Router"): how it picks P and D, how often it retries, how long it waits. */
+    interface Router {
+        /** {@code round-robin}, {@code least-loaded} (queue depth and requests in flight, then free blocks) or {@code power-of-two}. */
+        @WithDefault("round-robin")
+        @Pattern(regexp = "round-robin|least-loaded|power-of-two")
+        String policy();
+
+        /** New attempts (prefill on another P, then the pull again) after a declined pull or a failed leg. */
+        @WithDefault("2") @Min(0) @Max(10) int maxRetries();
+
+        /** Deadline of opening a connection to P or D. */
+        @WithDefault("2s")
+        Duration connectTimeout();
+
+        /** Deadline of the P leg, request to whole reply. */
+        @WithDefault("60s")
+        Duration prefillTimeout();
+
+        /** Deadline of the D leg, request to the last byte of the reply (of the stream too). */
+        @WithDefault("300s")
+        Duration decodeTimeout();
+
+        /** Deadline of the abort of P's lease sent when D failed or the client went away. */
+        @WithDefault("2s")
+        Duration abortTimeout();
     }
 
     interface Http {

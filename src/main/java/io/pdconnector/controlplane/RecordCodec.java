@@ -58,7 +58,7 @@ public final class RecordCodec {
                 || r.port() > 65535) {
             throw new InvalidRecordException("record of " + r.engineId() + " has a malformed epoch or address");
         }
-        if (!List.of("producer", "consumer", "both").contains(r.role())) {
+        if (!List.of("producer", "consumer", "both", "router").contains(r.role())) {
             throw new InvalidRecordException("record of " + r.engineId() + " has role " + abbreviate(r.role()));
         }
         List<HandshakeMetadata> ranks = r.ranks();

@@ -6,6 +6,7 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.loop.StepLoop;
 import io.pdconnector.loop.StepWorker;
 import io.pdconnector.metrics.ConnectorMetrics;
@@ -24,7 +25,7 @@ import org.jboss.logging.Logger;
 
 /**
  * Starts this instance's step loops for its role (P's lease scheduler, D's pull scheduler) at
- * start-up and stops them at shutdown. A loop that cannot open (NIXL, slot registration: L10)
+ * start-up and stops them at shutdown; a router runs neither, only its registry presence. A loop that cannot open (NIXL, slot registration: L10)
  * fails start-up. The resources reach P and D only through the facades, which await every answer
  * with the configured deadline.
  */
@@ -72,8 +73,10 @@ public class ConnectorRuntime {
             consumerLoop = start(pullScheduler);
             consumer = new ConsumerFacade(pullScheduler, deadline);
         }
-        presence.start(Optional.ofNullable(consumer), producer == null ? Optional.empty()
-                : Optional.of(leaseScheduler.gauges()), config.registry().publishMinInterval());
+        // A decoder publishes its own occupancy too, so a router can pick the least loaded one.
+        Optional<LoopGauges> gauges = leaseScheduler != null ? Optional.of(leaseScheduler.gauges())
+                : Optional.ofNullable(pullScheduler).map(PullScheduler::gauges);
+        presence.start(Optional.ofNullable(consumer), gauges, config.registry().publishMinInterval());
         LOG.infof("pd-connector %s started as %s (tp %d, %s transfers, lease verification %s, %s registry, epoch %s)",
                 config.engineId(), config.role(), config.tpSize(), engine.kind(),
                 config.lease().verification() ? "on" : "off", registry.storeKind(), registry.self().epoch());

@@ -22,6 +22,9 @@ public class TransferEngineProducer {
     @Produces
     @ApplicationScoped
     TransferEngine transferEngine(PdConfig config) {
+        if (config.role() == PdConfig.Role.router) {
+            return new NoTransferEngine(); // a router moves no KV: it must start where NIXL is not installed
+        }
         TransferEngine engine = switch (config.transfer().engine()) {
             case nixl -> NixlTransferEngine.open(NixlHome.at(Path.of(config.nixl().home())),
                     config.nixl().progressThread(), config.nixl().progressDelayUs());

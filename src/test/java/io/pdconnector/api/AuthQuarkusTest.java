@@ -40,6 +40,8 @@ class AuthQuarkusTest {
             Map.entry("POST /v1/consumer/pull", Set.of("router")),
             Map.entry("POST /v1/completions", Set.of("router")),
             Map.entry("POST /v1/chat/completions", Set.of("router")),
+            Map.entry("GET /v1/models", Set.of("router")),
+            Map.entry("POST /v1/route", Set.of("router")),
             Map.entry("POST /v1/producer/requests", Set.of("engine")),
             Map.entry("PUT /v1/producer/requests/{id}/kv", Set.of("engine")),
             Map.entry("POST /v1/producer/requests/{id}/finish", Set.of("engine")),

@@ -1,0 +1,312 @@
+package io.pdconnector.router;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.pdconnector.config.AuthRole;
+import io.pdconnector.config.ClientTokens;
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.controlplane.InstanceRecord;
+import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.PeerFailureException;
+import io.pdconnector.error.UnavailableException;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.io.IOException;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
+
+/**
+ * The router role: each OpenAI request becomes a P leg ({@code do_remote_decode}, one token, no
+ * stream) and a D leg carrying P's {@code kv_transfer_params} verbatim, on a P and a D picked from the
+ * registry. A failed attempt aborts P's lease and, when {@link RetryPolicy} says a new prefill can
+ * cure it, is retried on another pick, up to {@code pd.router.max-retries}; only D's successful reply
+ * (or the last failure) reaches the client.
+ */
+@ApplicationScoped
+public class RouterService {
+
+    private static final Logger LOG = Logger.getLogger(RouterService.class);
+    private static final int MAX_REPLY_BYTES = 64 << 20;
+    static final String SSE = "text/event-stream";
+
+    private final boolean active;
+    private final RouterSettings settings;
+    private final ObjectMapper json;
+    private final InFlight inFlight = new InFlight();
+    private final Picker picker;
+    private final RetryPolicy retryPolicy;
+    private final RouterMeters meters;
+    private final FleetClient fleet;
+
+    @Inject
+    public RouterService(PdConfig config, Registry registry, MeterRegistry meterRegistry, ObjectMapper json) {
+        this(config.role() == PdConfig.Role.router, RouterSettings.from(config.router(),
+                ClientTokens.from(config.auth()).authorization(AuthRole.router)), registry::instances,
+                meterRegistry, json);
+    }
+
+    RouterService(boolean active, RouterSettings settings, Supplier<? extends Collection<InstanceRecord>> instances,
+            MeterRegistry meterRegistry, ObjectMapper json) {
+        this.active = active;
+        this.settings = settings;
+        this.json = json;
+        Random random = new Random();
+        this.picker = new Picker(() -> List.copyOf(instances.get()), PickPolicy.named(settings.policy(), random),
+                PickPolicy.named(settings.policy(), random), inFlight);
+        this.retryPolicy = new RetryPolicy(settings.maxRetries());
+        this.meters = new RouterMeters(meterRegistry);
+        this.fleet = new FleetClient(settings.connectTimeout(), settings.authorization());
+    }
+
+    /** Whether this instance is a router ({@code pd.role=router}). */
+    public boolean active() {
+        return active;
+    }
+
+    /** A P and a D for one request, as {@code POST /v1/route} answers it. */
+    public Pick pick() {
+        return picker.pick(Set.of(), Set.of());
+    }
+
+    /** {@code GET /v1/models} as a decoder answers it. */
+    public Routed models() {
+        InstanceRecord d = picker.anyDecoder();
+        try {
+            HttpResponse<byte[]> r = await(fleet.get(d, "/v1/models", settings.prefillTimeout()),
+                    settings.prefillTimeout(), new ClientSignal());
+            return new Routed(r.statusCode(), contentType(r), r.body(), null, new Pick(null, d), List.of(), "", () -> { });
+        } catch (IOException | TimeoutException e) {
+            throw new PeerFailureException("decoder " + d.engineId() + " at " + d.address() + " did not answer the"
+                    + " model list: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Routes one OpenAI request ({@code path}: /v1/completions or /v1/chat/completions) whose body is
+     * {@code client}, under {@code requestId}. Throws 503 no-instance when the registry has no pair,
+     * 502 when the last attempt got no answer.
+     */
+    public Routed route(String path, ObjectNode client, String requestId, ClientSignal signal) {
+        long start = System.nanoTime();
+        boolean stream = client.path("stream").asBoolean(false);
+        byte[] prefillBody = bytes(LegBodies.prefill(client));
+        Set<String> avoidP = new HashSet<>();
+        Set<String> avoidD = new HashSet<>();
+        List<String> retries = new ArrayList<>();
+        long retryNanos = 0;
+        for (int attempt = 0; ; attempt++) {
+            String id = RequestAttempts.id(requestId, attempt);
+            Pick pick = picker.pick(avoidP, avoidD);
+            long attemptStart = System.nanoTime();
+            Attempt a = new Attempt(path, client, stream, prefillBody, id, pick, signal);
+            Optional<Failure> failed = a.run();
+            if (signal.gone()) {
+                if (a.prefillSent) {
+                    abort(pick.producer(), id, "client");
+                }
+                meters.request(false);
+                throw new UnavailableException("client-gone", "the client went away before its answer");
+            }
+            if (failed.isEmpty()) {
+                meters.request(true);
+                meters.leg("total", System.nanoTime() - start);
+                String timing = a.timing(retries.size(), retryNanos);
+                return new Routed(a.status, a.contentType, a.body, a.stream, pick, retries, timing,
+                        () -> abort(pick.producer(), id, "client"));
+            }
+            Failure f = failed.get();
+            if (RetryPolicy.abortsProducer(f)) {
+                abort(pick.producer(), id, f.leg() == Failure.Leg.DECODE ? "decode" : "prefill");
+            }
+            Optional<String> reason = retryPolicy.retry(f, attempt);
+            LOG.debugf("request %s attempt %d on %s -> %s failed: %s %s (%s); %s", requestId, attempt,
+                    pick.producer().engineId(), pick.decoder().engineId(), f.leg(), f.status(), f.reason(),
+                    reason.map(r -> "retrying (" + r + ")").orElse("answered as it is"));
+            if (reason.isEmpty()) {
+                meters.request(false);
+                meters.leg("total", System.nanoTime() - start);
+                if (!f.answered()) {
+                    throw new PeerFailureException(f.leg().name().toLowerCase(java.util.Locale.ROOT) + " leg on "
+                            + (f.leg() == Failure.Leg.PREFILL ? pick.producer() : pick.decoder()).engineId()
+                            + " got no answer: " + f.detail(), null);
+                }
+                return new Routed(a.status, a.contentType, a.body, null, pick, retries,
+                        a.timing(retries.size(), retryNanos), () -> { });
+            }
+            meters.retried(reason.get());
+            retries.add(reason.get());
+            retryNanos += System.nanoTime() - attemptStart;
+            if (RetryPolicy.blamesProducer(f)) {
+                avoidP.add(pick.producer().engineId());
+            } else {
+                avoidD.add(pick.decoder().engineId());
+            }
+        }
+    }
+
+    /** One attempt: P's leg, then D's; what it answered is kept for the reply. */
+    private final class Attempt {
+        private final String path;
+        private final ObjectNode client;
+        private final boolean streamWanted;
+        private final byte[] prefillBody;
+        private final String id;
+        private final Pick pick;
+        private final ClientSignal signal;
+        boolean prefillSent;
+        int status;
+        String contentType;
+        byte[] body;
+        BodyRelay stream;
+        long prefillNanos;
+        long decodeNanos;
+
+        Attempt(String path, ObjectNode client, boolean streamWanted, byte[] prefillBody, String id, Pick pick,
+                ClientSignal signal) {
+            this.path = path;
+            this.client = client;
+            this.streamWanted = streamWanted;
+            this.prefillBody = prefillBody;
+            this.id = id;
+            this.pick = pick;
+            this.signal = signal;
+        }
+
+        Optional<Failure> run() {
+            JsonNode params;
+            InstanceRecord p = pick.producer();
+            long t0 = System.nanoTime();
+            inFlight.start(p.engineId());
+            try {
+                prefillSent = true;
+                HttpResponse<byte[]> r = await(fleet.post(p, path, id, prefillBody, settings.prefillTimeout()),
+                        settings.prefillTimeout(), signal);
+                keep(r.statusCode(), contentType(r), r.body());
+                if (r.statusCode() != 200) {
+                    return Optional.of(failure(Failure.Leg.PREFILL));
+                }
+                params = json.readTree(r.body()).get("kv_transfer_params");
+                if (params == null || !params.isObject()) {
+                    return Optional.of(Failure.noAnswer(Failure.Leg.PREFILL, "P's reply carries no kv_transfer_params"));
+                }
+            } catch (IOException | TimeoutException e) {
+                return Optional.of(Failure.noAnswer(Failure.Leg.PREFILL, e.toString()));
+            } finally {
+                inFlight.end(p.engineId());
+                prefillNanos = System.nanoTime() - t0;
+                meters.leg("prefill", prefillNanos);
+            }
+            return decode(params);
+        }
+
+        private Optional<Failure> decode(JsonNode params) {
+            InstanceRecord d = pick.decoder();
+            long t0 = System.nanoTime();
+            long deadline = t0 + settings.decodeTimeout().toNanos();
+            inFlight.start(d.engineId());
+            try {
+                HttpResponse<Flow.Publisher<List<ByteBuffer>>> r = await(fleet.open(d, path, id,
+                        bytes(LegBodies.decode(client, params)), settings.decodeTimeout()), settings.decodeTimeout(), signal);
+                BodyRelay relay = new BodyRelay(deadline);
+                signal.track(relay);
+                r.body().subscribe(relay);
+                if (r.statusCode() == 200 && streamWanted && contentType(r).startsWith(SSE)) {
+                    status = 200;
+                    contentType = contentType(r);
+                    stream = relay; // D decided the pull before its first byte: nothing after this is retried
+                    return Optional.empty();
+                }
+                keep(r.statusCode(), contentType(r), relay.readAll(MAX_REPLY_BYTES));
+                return r.statusCode() == 200 ? Optional.empty() : Optional.of(failure(Failure.Leg.DECODE));
+            } catch (IOException | TimeoutException e) {
+                return Optional.of(Failure.noAnswer(Failure.Leg.DECODE, e.toString()));
+            } finally {
+                inFlight.end(d.engineId());
+                decodeNanos = System.nanoTime() - t0;
+                meters.leg("decode", decodeNanos);
+            }
+        }
+
+        private void keep(int s, String ct, byte[] b) {
+            status = s;
+            contentType = ct;
+            body = b;
+        }
+
+        private Failure failure(Failure.Leg leg) {
+            String reason = null;
+            try {
+                JsonNode problem = json.readTree(body);
+                reason = problem != null && problem.path("reason").isTextual() ? problem.path("reason").asText() : null;
+            } catch (IOException notJson) {
+                // a reply without a problem document still has its status
+            }
+            return new Failure(leg, status, reason, "HTTP " + status);
+        }
+
+        /** prefill and pull (streaming) or decode (whole reply) of this attempt; the failed attempts' time as retries. */
+        String timing(int retried, long retryNanos) {
+            return String.format(java.util.Locale.ROOT, "prefill;dur=%.3f, %s;dur=%.3f, retries;dur=%.3f;desc=\"%d\"",
+                    prefillNanos / 1e6, stream != null ? "pull" : "decode", decodeNanos / 1e6, retryNanos / 1e6, retried);
+        }
+    }
+
+    private <T> T await(CompletableFuture<T> call, Duration timeout, ClientSignal signal)
+            throws IOException, TimeoutException {
+        signal.track(call);
+        try {
+            return call.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            call.cancel(true);
+            throw e;
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof IOException io ? io : new IOException(String.valueOf(cause), cause);
+        } catch (java.util.concurrent.CancellationException e) {
+            throw new IOException("cancelled: the client went away", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            call.cancel(true);
+            throw new IOException("interrupted", e);
+        }
+    }
+
+    /** Sent at once and not awaited: the answer (or the retry) does not wait for P to free its blocks. */
+    private void abort(InstanceRecord producer, String id, String cause) {
+        meters.aborted(cause);
+        fleet.abort(producer, id, settings.abortTimeout()).whenComplete((r, e) -> {
+            if (e != null) {
+                LOG.debugf("abort of %s on %s failed: %s", id, producer.engineId(), e.toString());
+            }
+        });
+    }
+
+    private byte[] bytes(JsonNode node) {
+        try {
+            return json.writeValueAsBytes(node);
+        } catch (IOException e) {
+            throw new IllegalStateException("a JSON tree did not serialize", e);
+        }
+    }
+
+    private static String contentType(HttpResponse<?> r) {
+        return r.headers().firstValue("Content-Type").orElse("application/octet-stream");
+    }
+}
