@@ -38,6 +38,7 @@ class AuthFleetIT {
     private static ServiceProcess p;
     private static ServiceProcess d;
     private static ServiceProcess stranger;
+    private static ServiceProcess router;
     private static final List<ServiceProcess> ALL = new ArrayList<>();
 
     @BeforeAll
@@ -53,6 +54,12 @@ class AuthFleetIT {
             p = start("p", producer);
             d = start("d", consumer("it-auth-d", PEER));
             stranger = start("d-stranger", consumer("it-auth-stranger", "it-other-fleet-peer-0123456789"));
+            Map<String, String> front = auth("it-auth-router", PEER);
+            front.put("pd.role", "router");
+            front.put("pd.registry.store", "static");
+            front.put("pd.registry.static.peers", "127.0.0.1:" + p.port + ",127.0.0.1:" + d.port);
+            front.put("pd.registry.static.refresh-interval", "300ms");
+            router = start("router", front);
             for (ServiceProcess s : ALL) {
                 s.awaitReady(READY);
                 s.authorization(OPERATOR);
@@ -120,6 +127,25 @@ class AuthFleetIT {
         assertTrue(kv.body().length > 0);
         p.authorization(OPERATOR);
         d.authorization(OPERATOR);
+    }
+
+    /** The router presents its router token to P and D: a client with the router token gets an answer. */
+    @Test
+    void aRouterWithAuthOnRoutesWithItsOwnToken() throws Exception {
+        router.awaitProducers(READY, "it-auth-p");
+        router.awaitRegistry("the decoder listed", v -> v.path("instances").findValuesAsText("engine_id")
+                .contains("it-auth-d"), READY);
+        Map<String, Object> completion = Map.of("model", "pd-connector-reference", "prompt", "the lease proves the bytes",
+                "max_tokens", 4);
+        assertEquals(401, router.authorization(null).post("/v1/completions", completion).status());
+        double refusedByP = p.metric("pd_auth_refused_total", "role", "router");
+        double refusedByD = d.metric("pd_auth_refused_total", "role", "router");
+        Reply answer = router.authorization(ROUTER).post("/v1/completions", completion);
+        assertEquals(200, answer.status(), answer.toString());
+        assertTrue(!answer.json().path("choices").path(0).path("text").asText().isEmpty(), answer.toString());
+        assertEquals(refusedByP, p.metric("pd_auth_refused_total", "role", "router"), "P refused none of the router's legs");
+        assertEquals(refusedByD, d.metric("pd_auth_refused_total", "role", "router"), "D refused none of the router's legs");
+        router.authorization(OPERATOR);
     }
 
     @Test
