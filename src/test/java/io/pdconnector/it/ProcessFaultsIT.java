@@ -38,8 +38,11 @@ class ProcessFaultsIT {
     private ServiceProcess p;
     private ServiceProcess d;
 
+    private Map<String, String> pm;
+    private Map<String, String> dm;
+
     private void startPair(String name) throws Exception {
-        Map<String, String> pm = new LinkedHashMap<>();
+        pm = new LinkedHashMap<>();
         pm.put("pd.engine-id", "faults-p-" + name);
         pm.put("pd.role", "producer");
         pm.put("pd.kv.num-blocks", "64");
@@ -49,7 +52,7 @@ class ProcessFaultsIT {
         Path state = Files.createDirectories(TARGET.resolve("it-state")).resolve("faults-" + name);
         pm.put("pd.lease.state-dir", state.toString());
         p = ServiceProcess.start("p-" + name, pm, LOGS);
-        Map<String, String> dm = new LinkedHashMap<>();
+        dm = new LinkedHashMap<>();
         dm.put("pd.engine-id", "faults-d-" + name);
         dm.put("pd.role", "consumer");
         dm.put("pd.kv.num-blocks", "128");
@@ -180,5 +183,76 @@ class ProcessFaultsIT {
         JsonNode status = d.awaitStatus("D holds nothing", s -> s.path("consumer").path("blocks_in_use").asInt() == 0
                 && s.path("consumer").path("pulls_live").asInt() == 0, Duration.ofSeconds(30));
         assertEquals(200, d.get("/q/health/live").status(), "D's loop survived: " + status);
+    }
+
+    @Test
+    void producerAndDecoderRestartedUnderLoad_everyAnswerIsRightOrRefused_andServiceResumes() throws Exception {
+        startPair("restart");
+        ExecutorService clients = Executors.newFixedThreadPool(2);
+        Map<String, Integer> outcomes = new ConcurrentHashMap<>();
+        AtomicInteger ids = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        try {
+            List<Future<?>> running = new java.util.ArrayList<>();
+            for (int c = 0; c < 2; c++) {
+                running.add(clients.submit(() -> {
+                    for (int i = 0; i < 2_000 && !stop.get(); i++) {
+                        String id = "r-" + ids.incrementAndGet();
+                        int[] tokens = prompt(SEED.getAndIncrement(), 128);
+                        Reply r;
+                        try {
+                            Reply prefilled = p.post("/v1/producer/prefill", Map.of("request_id", id, "token_ids",
+                                    tokens, "kv_transfer_params", Map.of("do_remote_decode", true)));
+                            if (prefilled.status() != 200) {
+                                outcomes.merge("prefill:" + prefilled.status(), 1, Integer::sum);
+                                Thread.sleep(50); // P is starting (503): keep the bounded loop spread over the restarts
+                                continue;
+                            }
+                            r = d.pull(id, tokens, prefilled.json().path("kv_transfer_params"));
+                        } catch (java.io.IOException down) {
+                            // P or D is restarting: its port refuses connections for a while
+                            outcomes.merge("unreachable", 1, Integer::sum);
+                            Thread.sleep(50);
+                            continue;
+                        }
+                        // a wrong answer fails the test: judge is outside the restart tolerance
+                        outcomes.merge(r.status() == 200 || r.status() == 409 ? judge(r) : "http:" + r.status(),
+                                1, Integer::sum);
+                        try {
+                            d.delete("/v1/consumer/requests/" + id);
+                        } catch (java.io.IOException down) {
+                            outcomes.merge("release-unreachable", 1, Integer::sum);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            Thread.sleep(1000);
+            int pPort = p.port;
+            p.close(); // SIGTERM: P withdraws and closes its agents; its leases die with it
+            p = ServiceProcess.start("p-restart-2", pm, LOGS, pPort);
+            p.awaitReady(READY);
+            Thread.sleep(1000);
+            int dPort = d.port;
+            d.close();
+            d = ServiceProcess.start("d-restart-2", dm, LOGS, dPort);
+            d.awaitReady(READY);
+            d.awaitProducers(READY, "faults-p-restart");
+            Thread.sleep(1000);
+            stop.set(true);
+            for (Future<?> f : running) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            stop.set(true);
+            clients.shutdownNow();
+        }
+        System.out.println("ProcessFaultsIT P and D restarted under load: " + outcomes);
+        int[] tokens = prompt(SEED.getAndIncrement(), 40);
+        assertEquals("received", judge(d.pull("after-restarts", tokens, p.prefill("after-restarts", tokens))));
+        assertEquals(204, d.delete("/v1/consumer/requests/after-restarts").status());
+        JsonNode status = d.awaitStatus("D holds nothing", s -> s.path("consumer").path("blocks_in_use").asInt() == 0,
+                Duration.ofSeconds(30));
+        assertEquals(0, status.path("consumer").path("pulls_live").asInt(), status.toString());
     }
 }

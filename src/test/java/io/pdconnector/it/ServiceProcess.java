@@ -56,9 +56,14 @@ public final class ServiceProcess implements AutoCloseable {
      * system property and a free quarkus.http.port). Does not wait: see {@link #awaitReady}.
      */
     public static ServiceProcess start(String name, Map<String, String> settings, Path logDir) throws IOException {
+        return start(name, settings, logDir, freePort());
+    }
+
+    /** As above on {@code port}: a restarted instance comes back where its peers were told it is. */
+    public static ServiceProcess start(String name, Map<String, String> settings, Path logDir, int port)
+            throws IOException {
         Path jar = APP.resolve("quarkus-run.jar");
         assertTrue(Files.isRegularFile(jar), "packaged jar at " + jar + " (run through mvn verify)");
-        int port = freePort();
         Map<String, String> all = new LinkedHashMap<>();
         all.put("pd.nixl.home", System.getProperty("pd.nixl.home"));
         all.put("quarkus.http.port", Integer.toString(port));
