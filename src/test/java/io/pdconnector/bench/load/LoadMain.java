@@ -72,7 +72,9 @@ public final class LoadMain {
                 List<Target> targets;
                 if (o.startsFleet()) {
                     int blockTokens = ModelGeometry.DEFAULT.blockTokens();
-                    int blocks = Math.max(256, 2 * o.maxConcurrency() * o.maxBlocks(blockTokens) + 64);
+                    // in flight (or prefilled ahead: twice that), plus blocks P frees a little after the pull
+                    int held = (o.prefillAhead() ? 3 : 2) * o.maxConcurrency();
+                    int blocks = Math.max(256, held * o.maxBlocks(blockTokens) + 64);
                     progress.note("starting " + (o.compareVerification() ? "two P+D pairs" : "P and D") + " from "
                             + LocalService.APP.resolve("quarkus-run.jar") + " (" + blocks + " KV blocks each)");
                     long t0 = System.nanoTime();
@@ -87,8 +89,9 @@ public final class LoadMain {
                             s.json().path("lease_verification").asBoolean(true)));
                 }
                 ModelGeometry geometry = RawReader.geometry(http, targets.getFirst().producer());
-                OUT.printf("# %s API, %s; fleet: %s; geometry %s (%d bytes a block, %d tokens)%n",
-                        o.api().name().toLowerCase(), o.api() == LoadOptions.Api.NATIVE ? "release by "
+                OUT.printf("# %s API, prefill %s, %s; fleet: %s; geometry %s (%d bytes a block, %d tokens)%n",
+                        o.api().name().toLowerCase(), o.prefillAhead() ? "ahead" : "inline",
+                        o.api() == LoadOptions.Api.NATIVE ? "release by "
                                 + o.release().name().toLowerCase() : "max_tokens " + o.maxTokens(),
                         targets, geometry, geometry.blockBytes(1), geometry.blockTokens());
                 Map<Target, LoadClient> clients = new LinkedHashMap<>();
@@ -99,7 +102,7 @@ public final class LoadMain {
                 }
                 TransferEngine engine = o.rawRead() ? NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty(
                         "pd.nixl.home"))), true, NixlDefaults.PROGRESS_DELAY_US) : null;
-                LoadRunner runner = new LoadRunner(runStart);
+                LoadRunner runner = new LoadRunner(runStart, o.prefillAhead());
                 long maxNanos = o.maxSeconds().toNanos();
                 long timeout = o.httpTimeout().toNanos();
                 if (o.warmup() > 0) {
@@ -261,6 +264,7 @@ public final class LoadMain {
             m.put("tokens", o.tokens().stream().map(TokenDistribution::toString).toList());
             m.put("api", o.api().name().toLowerCase());
             m.put("release", o.release().name().toLowerCase());
+            m.put("prefill", o.prefillAhead() ? "ahead" : "inline");
             m.put("max_tokens", o.maxTokens());
             m.put("compare_verification", o.compareVerification());
             m.put("rounds", o.rounds());

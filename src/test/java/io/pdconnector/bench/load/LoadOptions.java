@@ -22,6 +22,7 @@ public record LoadOptions(
         List<TokenDistribution> tokens,
         Api api,
         Release release,
+        boolean prefillAhead,
         int maxTokens,
         boolean compareVerification,
         int rounds,
@@ -55,11 +56,16 @@ public record LoadOptions(
               --producer URL --consumer URL   target running services (127.0.0.0/8 only); default: start
                                               1 P + 1 D from target/quarkus-app/quarkus-run.jar
               --requests N          measured requests per row (default 500)
-              --max-seconds S       time bound of one row (default 60)
+              --max-seconds S       time bound of one row's requests (shared by its chunks with --compare),
+                                    and of its raw READs (default 60)
               --concurrency LIST    clients in flight, one row each (default 1,16,64)
               --tokens LIST         prompt lengths: N fixed or MIN:MAX uniform, one row each (default 32)
               --api native|openai   native: prefill, pull, release; openai: /v1/completions legs (default native)
               --release delete|kv   native: DELETE D's request, or GET its KV (default delete)
+              --prefill inline|ahead
+                                    inline: each client prefills, pulls, releases in a row; ahead: batches of
+                                    2 x concurrency prefilled first, then pulled with exactly that many pulls
+                                    in flight, the rate over the pull phases only (default inline)
               --max-tokens N        openai: tokens D decodes (default 1)
               --verification on|off lease verification of the started fleet (default on)
               --compare verification  two P+D pairs, verification on and off, chunks interleaved; prints ratios
@@ -108,6 +114,7 @@ public record LoadOptions(
         List<TokenDistribution> tokens = List.of(TokenDistribution.parse("32"));
         Api api = Api.NATIVE;
         Release release = Release.DELETE;
+        boolean ahead = false;
         int maxTokens = 1;
         boolean compare = false;
         int rounds = 4;
@@ -151,6 +158,12 @@ public record LoadOptions(
                 case "--tokens" -> tokens = tokenList(value);
                 case "--api" -> api = choice(option, value, Api.class);
                 case "--release" -> release = choice(option, value, Release.class);
+                case "--prefill" -> ahead = switch (value) {
+                    case "inline" -> false;
+                    case "ahead" -> true;
+                    default -> throw new IllegalArgumentException(option + " takes inline or ahead, got '" + value
+                            + "'");
+                };
                 case "--max-tokens" -> maxTokens = intIn(option, value, 1, 4096);
                 case "--verification" -> verification = onOff(option, value);
                 case "--compare" -> {
@@ -182,7 +195,7 @@ public record LoadOptions(
             throw new IllegalArgumentException("--rounds " + rounds + " is more than --requests " + requests);
         }
         return new LoadOptions(producer, consumer, requests, Duration.ofSeconds(maxSeconds), concurrency, tokens, api,
-                release, maxTokens, compare, compare ? rounds : 1, rawRead, rawReads, verification, warmup, trivial,
+                release, ahead, maxTokens, compare, compare ? rounds : 1, rawRead, rawReads, verification, warmup, trivial,
                 Duration.ofSeconds(httpTimeout), out, plot, progress, seed);
     }
 

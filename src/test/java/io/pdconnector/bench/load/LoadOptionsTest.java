@@ -26,6 +26,7 @@ class LoadOptionsTest {
         assertEquals(List.of(new TokenDistribution(32, 32)), o.tokens());
         assertEquals(LoadOptions.Api.NATIVE, o.api());
         assertEquals(LoadOptions.Release.DELETE, o.release());
+        assertFalse(o.prefillAhead());
         assertFalse(o.compareVerification());
         assertEquals(1, o.rounds(), "rounds only apply to --compare");
         assertFalse(o.rawRead());
@@ -38,7 +39,7 @@ class LoadOptionsTest {
     void everyOption_isParsed_inBothSpellings() {
         LoadOptions o = LoadOptions.parse(new String[] {"--producer", "http://127.0.0.1:8100",
                 "--consumer=http://localhost:8200/", "--requests", "1_000", "--max-seconds=30", "--concurrency", "2,8",
-                "--tokens", "32,16:512", "--api", "openai", "--release", "kv", "--max-tokens", "4", "--raw-read",
+                "--tokens", "32,16:512", "--api", "openai", "--release", "kv", "--prefill", "ahead", "--max-tokens", "4", "--raw-read",
                 "--raw-reads", "300", "--verification", "off", "--warmup", "0", "--trivial-requests", "50",
                 "--http-timeout", "5", "--out", "/tmp/x", "--plot", "svg", "--progress", "plain", "--seed", "7"});
 
@@ -51,6 +52,7 @@ class LoadOptionsTest {
         assertEquals(List.of(new TokenDistribution(32, 32), new TokenDistribution(16, 512)), o.tokens());
         assertEquals(LoadOptions.Api.OPENAI, o.api());
         assertEquals(LoadOptions.Release.KV, o.release());
+        assertTrue(o.prefillAhead());
         assertEquals(4, o.maxTokens());
         assertTrue(o.rawRead());
         assertEquals(300, o.rawReads());

@@ -27,41 +27,43 @@ public final class NativeClient implements LoadClient {
     }
 
     @Override
-    public String api() {
-        return "native";
+    public Prefilled prefill(Workload.Request request) {
+        long t0 = System.nanoTime();
+        try {
+            Http.Reply p = http.post(producer, "/v1/producer/prefill", Map.of("request_id", request.id(), "token_ids",
+                    request.tokens(), "kv_transfer_params", Map.of("do_remote_decode", true)));
+            long t = System.nanoTime() - t0;
+            if (p.status() != 200) {
+                return new Prefilled(request, null, t, Result.failed("http:" + p.status(), t, -1, -1, null));
+            }
+            return new Prefilled(request, p.json().path("kv_transfer_params"), t, null);
+        } catch (Exception e) {
+            interruptedAgain(e);
+            long t = System.nanoTime() - t0;
+            return new Prefilled(request, null, t, Result.failed(Http.errorKind(e), t, -1, -1,
+                    abortProducer(request.id())));
+        }
     }
 
     @Override
-    public Result run(Workload.Request request) {
-        String id = request.id();
-        long t0 = System.nanoTime();
-        JsonNode params;
-        try {
-            Http.Reply p = http.post(producer, "/v1/producer/prefill", Map.of("request_id", id, "token_ids",
-                    request.tokens(), "kv_transfer_params", Map.of("do_remote_decode", true)));
-            if (p.status() != 200) {
-                return Result.failed("http:" + p.status(), System.nanoTime() - t0, -1, System.nanoTime() - t0, null);
-            }
-            params = p.json().path("kv_transfer_params");
-        } catch (Exception e) {
-            interruptedAgain(e);
-            return Result.failed(Http.errorKind(e), -1, -1, System.nanoTime() - t0, abortProducer(id));
-        }
+    public Result finish(Prefilled prefilled) {
+        String id = prefilled.request().id();
+        long prefillNs = prefilled.prefillNs();
         long t1 = System.nanoTime();
         Http.Reply pulled;
         try {
-            pulled = http.post(consumer, "/v1/consumer/pull", Map.of("request_id", id, "token_ids", request.tokens(),
-                    "kv_transfer_params", params));
+            pulled = http.post(consumer, "/v1/consumer/pull", Map.of("request_id", id, "token_ids",
+                    prefilled.request().tokens(), "kv_transfer_params", prefilled.params()));
         } catch (Exception e) {
             interruptedAgain(e);
-            String failure = releaseBoth(id);
-            return Result.failed(Http.errorKind(e), t1 - t0, -1, System.nanoTime() - t0, failure);
+            long pull = System.nanoTime() - t1;
+            return Result.failed(Http.errorKind(e), prefillNs, pull, -1, releaseBoth(id));
         }
         long t2 = System.nanoTime();
         if (pulled.status() != 200) {
             String outcome = pulled.status() == 409 ? "declined:" + pulled.reason() : "http:" + pulled.status();
             String failure = pulled.status() == 409 ? abortProducer(id) : releaseBoth(id);
-            return Result.failed(outcome, t1 - t0, t2 - t1, System.nanoTime() - t0, failure);
+            return Result.failed(outcome, prefillNs, t2 - t1, -1, failure);
         }
         JsonNode body = pulled.json();
         String state = body.path("state").asText("unknown");
@@ -70,7 +72,7 @@ public final class NativeClient implements LoadClient {
         long inD = pullMs.isNumber() ? Math.round(pullMs.asDouble() * 1e6) : -1;
         String failure = releaseConsumer(id, bytes, body.path("kv_checksum").asText(""));
         long t3 = System.nanoTime();
-        return new Result(state, t1 - t0, t2 - t1, t3 - t2, t3 - t0, bytes, inD, failure);
+        return new Result(state, prefillNs, t2 - t1, t3 - t2, prefillNs + (t3 - t1), bytes, inD, failure);
     }
 
     /** Releases D's blocks of a received pull; the kind of failure, or null. */
@@ -98,17 +100,17 @@ public final class NativeClient implements LoadClient {
 
     /** After a pull that got no usable answer: release on D (abort if in flight) and abort on P. */
     private String releaseBoth(String id) {
-        String d = deleteIgnoringUnknown(consumer, "/v1/consumer/requests/" + id);
+        String d = deleteIgnoringUnknown(http, consumer, "/v1/consumer/requests/" + id);
         String p = abortProducer(id);
         return d != null ? d : p;
     }
 
     private String abortProducer(String id) {
-        return deleteIgnoringUnknown(producer, "/v1/producer/requests/" + id);
+        return deleteIgnoringUnknown(http, producer, "/v1/producer/requests/" + id);
     }
 
     /** DELETE; 2xx or 404 (nothing held there) is fine; otherwise the failure kind. */
-    private String deleteIgnoringUnknown(URI base, String path) {
+    static String deleteIgnoringUnknown(Http http, URI base, String path) {
         try {
             Http.Reply r = http.delete(base, path);
             return r.status() / 100 == 2 || r.status() == 404 ? null : "release_http:" + r.status();

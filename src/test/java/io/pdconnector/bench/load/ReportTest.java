@@ -26,7 +26,7 @@ class ReportTest {
             s.record(new LoadClient.Result("received", MS, pull, MS / 2, MS + pull + MS / 2, 393_216, pull / 2, null),
                     i * MS);
         }
-        s.addChunk(0, measuredMs * MS);
+        s.addChunk(0, measuredMs * MS, measuredMs * MS);
         return s;
     }
 

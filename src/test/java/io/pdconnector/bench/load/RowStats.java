@@ -71,10 +71,13 @@ public final class RowStats {
         }
     }
 
-    /** Adds one chunk of this row, from {@code start} to {@code end} nanoseconds since the run started. */
-    public synchronized void addChunk(long start, long end) {
+    /**
+     * Adds one chunk of this row, from {@code start} to {@code end} nanoseconds since the run started,
+     * of which {@code measured} count for the rates (all of it, unless the prefills went ahead).
+     */
+    public synchronized void addChunk(long start, long end, long measured) {
         chunks.add(new long[] {start, end});
-        measuredNanos += end - start;
+        measuredNanos += measured;
     }
 
     public synchronized LatencySummary leg(String leg) {
