@@ -1,7 +1,7 @@
 package io.pdconnector.auth;
 
 import io.pdconnector.config.AuthRole;
-import io.pdconnector.config.PdConfig;
+import io.pdconnector.config.AuthConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -37,7 +37,7 @@ public final class TokenTable {
         this.digests = digests;
     }
 
-    public static TokenTable from(PdConfig.Auth auth) {
+    public static TokenTable from(AuthConfig auth) {
         Map<AuthRole, List<String>> tokens = new EnumMap<>(AuthRole.class);
         for (AuthRole role : AuthRole.values()) {
             tokens.put(role, role.tokens(auth.tokens()));

@@ -23,7 +23,7 @@ public enum AuthRole {
     public static final String OPERATOR = "operator";
 
     /** The tokens configured for this role ({@code pd.auth.tokens.<role>}), in their configured order. */
-    public List<String> tokens(PdConfig.Auth.Tokens tokens) {
+    public List<String> tokens(AuthConfig.Tokens tokens) {
         Optional<List<String>> list = switch (this) {
             case router -> tokens.router();
             case engine -> tokens.engine();

@@ -15,14 +15,14 @@ public final class ClientTokens {
 
     private final Map<AuthRole, String> first = new EnumMap<>(AuthRole.class);
 
-    private ClientTokens(PdConfig.Auth.Tokens tokens) {
+    private ClientTokens(AuthConfig.Tokens tokens) {
         for (AuthRole role : AuthRole.values()) {
             role.tokens(tokens).stream().map(String::strip).filter(t -> !t.isEmpty()).findFirst()
                     .ifPresent(t -> first.put(role, t));
         }
     }
 
-    public static ClientTokens from(PdConfig.Auth auth) {
+    public static ClientTokens from(AuthConfig auth) {
         return new ClientTokens(auth.tokens());
     }
 

@@ -64,9 +64,9 @@ public interface PdConfig {
 
     Loop loop();
 
-    Registry registry();
+    RegistryConfig registry();
 
-    Auth auth();
+    AuthConfig auth();
 
     Router router();
 
@@ -194,111 +194,6 @@ public interface PdConfig {
          * announced or pulled from.
          */
         @WithDefault("64") @Min(1) int maxPeers();
-    }
-
-    /**
-     * The control plane: where instances find each other (README "Registry"). D trusts only what the
-     * registry says about a producer, never the request's remote_host.
-     */
-    interface Registry {
-        /** {@code embedded} (this process only), {@code static} (pd.registry.static.peers) or {@code etcd}. */
-        @WithDefault("embedded")
-        @Pattern(regexp = "embedded|static|etcd")
-        String store();
-
-        /** Least time between two writes of this instance's record for capacity changes alone. */
-        @WithDefault("1s")
-        Duration publishMinInterval();
-
-        @WithName("static")
-        Static fixed();
-
-        Etcd etcd();
-
-        /** The static store: D fetches {@code GET /v1/registry/self} from each configured address. */
-        interface Static {
-            /** {@code host:port} of every peer instance, comma-separated; set by the operator, never by a request. */
-            Optional<List<@Pattern(regexp = "[A-Za-z0-9.\\[\\]:-]{1,255}:[0-9]{1,5}") String>> peers();
-
-            /** How often each peer's record is fetched again. */
-            @WithDefault("2s")
-            Duration refreshInterval();
-
-            /** Deadline of one fetch. */
-            @WithDefault("2s")
-            Duration fetchTimeout();
-        }
-
-        /** The etcd store: records bound to an etcd lease, changes pushed by a watch. */
-        interface Etcd {
-            /** Client URLs of the etcd cluster, comma-separated. */
-            @WithDefault("http://127.0.0.1:2379")
-            List<String> endpoints();
-
-            /** Key prefix of this fleet's records: {@code <prefix>instances/<engine-id>}. */
-            @WithDefault("/pd-connector/")
-            @Pattern(regexp = "/[A-Za-z0-9._/-]{0,200}/")
-            String prefix();
-
-            /** TTL of the etcd lease each record is bound to: how long a dead instance stays listed. */
-            @WithDefault("10s")
-            Duration ttl();
-
-            /** Longest pause between reconnection attempts (it doubles from 100 ms up to this). */
-            @WithDefault("5s")
-            Duration maxBackoff();
-
-            /** Deadline of one etcd call. */
-            @WithDefault("3s")
-            Duration callTimeout();
-
-            /** etcd authentication (user and password); unset: none. */
-            Optional<String> user();
-
-            Optional<String> password();
-
-            /** PEM CA file to verify etcd's TLS certificate with (https:// endpoints). */
-            Optional<String> caFile();
-
-            /** PEM client certificate and key for etcd's mutual TLS. */
-            Optional<String> certFile();
-
-            Optional<String> keyFile();
-        }
-    }
-
-    /**
-     * Who may call what (README "Authentication"): a bearer token per caller role, and mutual TLS as an
-     * option. Off by default, so a single instance started by hand, and every test that does not ask
-     * for it, runs as before.
-     */
-    interface Auth {
-        /** On: every endpoint but health, metrics and OpenAPI needs a token of a role it allows. */
-        @WithDefault("false")
-        boolean enabled();
-
-        Tokens tokens();
-
-        /**
-         * On: the HTTPS server refuses a client without a certificate that the TLS registry's trust store
-         * ({@code quarkus.tls.trust-store.*}) trusts. The bearer token still decides the role.
-         */
-        @WithDefault("false")
-        boolean mtls();
-
-        /**
-         * Tokens per role, comma-separated: several during a rotation (the first is the one this instance
-         * presents to others). The same token under several roles grants all of them.
-         */
-        interface Tokens {
-            Optional<List<String>> router();
-
-            Optional<List<String>> engine();
-
-            Optional<List<String>> peer();
-
-            Optional<List<String>> operator();
-        }
     }
 
     /** The router role (README "Router"): how it picks P and D, how often it retries, how long it waits. */

@@ -1,6 +1,6 @@
 package io.pdconnector.controlplane;
 
-import io.pdconnector.config.PdConfig;
+import io.pdconnector.config.RegistryConfig;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -26,7 +26,7 @@ public record EtcdSettings(List<String> endpoints, String prefix, Duration ttl, 
                 e -> e.startsWith("https://")), "pd.registry.etcd.endpoints mix http:// with TLS: " + endpoints);
     }
 
-    public static EtcdSettings from(PdConfig.Registry.Etcd c) {
+    public static EtcdSettings from(RegistryConfig.Etcd c) {
         return new EtcdSettings(c.endpoints(), c.prefix(), c.ttl(), c.maxBackoff(), c.callTimeout(), c.user(),
                 c.password(), c.caFile(), c.certFile(), c.keyFile());
     }

@@ -4,6 +4,7 @@ import io.pdconnector.config.AuthRole;
 import io.pdconnector.config.ClientTokens;
 import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
+import io.pdconnector.config.RegistryConfig;
 import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.controlplane.EmbeddedStore;
 import io.pdconnector.controlplane.EtcdSettings;
@@ -47,7 +48,7 @@ public class RegistryProducer {
     }
 
     private static RegistryStore store(PdConfig pd, RegistryCounters counters) {
-        PdConfig.Registry config = pd.registry();
+        RegistryConfig config = pd.registry();
         RecordCodec codec = new RecordCodec();
         return switch (config.store()) {
             case "embedded" -> new EmbeddedStore(counters);

@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 
 class ClientTokensTest {
 
-    private static PdConfig.Auth auth(boolean enabled, List<String> peer, List<String> router) {
-        PdConfig.Auth.Tokens tokens = new PdConfig.Auth.Tokens() {
+    private static AuthConfig auth(boolean enabled, List<String> peer, List<String> router) {
+        AuthConfig.Tokens tokens = new AuthConfig.Tokens() {
             @Override
             public Optional<List<String>> router() {
                 return Optional.ofNullable(router);
@@ -31,7 +31,7 @@ class ClientTokensTest {
                 return Optional.empty();
             }
         };
-        return new PdConfig.Auth() {
+        return new AuthConfig() {
             @Override
             public boolean enabled() {
                 return enabled;
