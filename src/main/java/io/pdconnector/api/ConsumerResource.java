@@ -61,7 +61,8 @@ public class ConsumerResource {
         int[] blocks = outcome.localBlockIds();
         long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
         String checksum = checksumText(consumer.kvChecksum(request.requestId()));
-        boolean reference = consumer.matchesReference(request.requestId());
+        // A pull with nothing to READ (D's own prefix cache holds the prompt) has no KV here to compare.
+        Boolean reference = blocks.length == 0 ? null : consumer.matchesReference(request.requestId());
         return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
                 bytes, checksum, reference, Map.of("pull_ms", millis));

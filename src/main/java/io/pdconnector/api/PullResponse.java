@@ -8,7 +8,8 @@ import java.util.Map;
 /**
  * D -> router: {@code received} or {@code recomputed}; a declined pull is a 409 problem instead.
  * {@code kv_checksum} is CRC-32C of the pulled KV as {@code GET .../kv} returns it;
- * {@code matches_reference} says whether those bytes are the reference engine's KV of the prompt.
+ * {@code matches_reference} says whether those bytes are the reference engine's KV of the prompt (null
+ * when the pull read nothing: {@code remote_block_ids: [[]]}).
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PullResponse(

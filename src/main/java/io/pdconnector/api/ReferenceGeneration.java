@@ -84,7 +84,9 @@ class ReferenceGeneration {
         } finally {
             consumer.release(requestId);
         }
-        long digest = KvDigest.ofRankSlices(kv, runtime.geometry(), runtime.config().tpSize());
+        // Nothing read: the decoder's own prefix cache holds the prompt, here the reference engine's KV.
+        long digest = params.readsNoBlocks() ? referenceDigest(prompt)
+                : KvDigest.ofRankSlices(kv, runtime.geometry(), runtime.config().tpSize());
         return new Generation(ReferenceDecoder.decode(digest, n), prompt.length, null);
     }
 

@@ -1,5 +1,7 @@
 package io.pdconnector.consumer;
 
+import java.util.List;
+
 /**
  * Gives queued pulls local blocks, in arrival order, and posts their block READs on every source
  * rank without a notification (L6: P hears from D only after the slot check). The oldest pull waits
@@ -19,7 +21,7 @@ final class PullStarter {
         int n = 0;
         while (!state.queued.isEmpty()) {
             Pull pull = state.queued.peek();
-            int[] local = state.blocks.allocate(pull.params().blockIds().length);
+            int[] local = allocate(pull);
             if (local == null) {
                 break;
             }
@@ -30,13 +32,19 @@ final class PullStarter {
         return n;
     }
 
+    /** No block for a pull with nothing to READ: it goes straight on to its slot check. */
+    private int[] allocate(Pull pull) {
+        int wanted = pull.params().blockIds().length;
+        return wanted == 0 ? new int[0] : state.blocks.allocate(wanted);
+    }
+
     /** A pull without lease fields is declined only now, so the recompute policy has blocks to write. */
     private int start(Pull pull, int[] local) {
         if (state.verification.missingLease(pull.params())) {
             decider.decide(pull, DeclineReason.NO_LEASE);
             return 1;
         }
-        for (SliceChannel channel : pull.peer().slices()) {
+        for (SliceChannel channel : local.length == 0 ? List.<SliceChannel>of() : pull.peer().slices()) {
             pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), state.observer));
         }
         pull.moveTo(PullState.READING, null);

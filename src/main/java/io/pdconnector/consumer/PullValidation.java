@@ -19,10 +19,13 @@ final class PullValidation {
             throw new InvalidKvTransferParamsException("remote_num_tokens is " + params.remoteNumTokens()
                     + " but the prompt has " + tokens.length + " tokens");
         }
+        if (params.readsNoBlocks()) {
+            return; // the decoder holds the prompt's KV itself; only the lease is checked
+        }
         int needed = config.geometry().blocksFor(tokens.length);
         if (params.blockIds().length != needed) {
             throw new InvalidKvTransferParamsException("remote_block_ids has " + params.blockIds().length
-                    + " blocks, " + tokens.length + " tokens need " + needed);
+                    + " blocks, " + tokens.length + " tokens need " + needed + " (or none: [[]])");
         }
         if (needed > config.numBlocks()) {
             throw InvalidInputException.of("the prompt needs " + needed + " blocks, this decoder has "

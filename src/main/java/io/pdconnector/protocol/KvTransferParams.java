@@ -53,6 +53,15 @@ public record KvTransferParams(
     }
 
     /**
+     * A pull with nothing to READ: the decoder's own prefix cache holds the whole prompt, so it
+     * forwards {@code remote_block_ids: [[]]} (vLLM PR #56640). Its lease is still checked and P
+     * still notified.
+     */
+    public boolean readsNoBlocks() {
+        return remoteBlockIds.getFirst().isEmpty();
+    }
+
+    /**
      * Checks everything that can be checked without knowing the peer; throws a clear
      * {@link InvalidKvTransferParamsException} naming the first problem.
      */
@@ -76,7 +85,6 @@ public record KvTransferParams(
         require(remoteBlockIds.size() == 1,
                 "remote_block_ids must hold exactly one KV-cache group, got " + remoteBlockIds.size());
         List<Integer> group = remoteBlockIds.getFirst();
-        require(!group.isEmpty(), "remote_block_ids[0] is empty");
         require(group.size() <= MAX_TOKENS, "remote_block_ids[0] has an absurd " + group.size() + " entries");
         for (Integer b : group) {
             require(b != null && b >= 0, "remote_block_ids must not hold negative or null ids, got " + b);

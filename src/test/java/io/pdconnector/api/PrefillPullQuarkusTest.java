@@ -62,4 +62,39 @@ class PrefillPullQuarkusTest {
                 .body("request_id", equalTo("q-2"));
         given().delete("/v1/producer/requests/q-2").then().statusCode(204);
     }
+
+    /**
+     * vLLM PR #56640 over the API: a decoder whose prefix cache holds the whole prompt pulls with
+     * {@code remote_block_ids: [[]]}; the pull is received (its lease checked by the slot READ), holds
+     * no KV, and P releases its blocks at D's notification, long before its lease would expire.
+     */
+    @Test
+    void aPullWithNothingToReadIsReceivedAndReleasesTheProducersLease() throws InterruptedException {
+        Map<String, Object> params = given().contentType(ContentType.JSON)
+                .body(Map.of("request_id", "q-3", "token_ids", List.of(7, 8, 9, 10, 11),
+                        "kv_transfer_params", Map.of("do_remote_decode", true)))
+                .post("/v1/producer/prefill")
+                .then().statusCode(200).extract().path("kv_transfer_params");
+        var nothingToRead = new java.util.HashMap<>(params);
+        nothingToRead.put("remote_block_ids", List.of(List.of()));
+
+        given().contentType(ContentType.JSON)
+                .body(Map.of("request_id", "q-3", "token_ids", List.of(7, 8, 9, 10, 11),
+                        "kv_transfer_params", nothingToRead))
+                .post("/v1/consumer/pull")
+                .then().statusCode(200)
+                .body("state", equalTo("received"))
+                .body("bytes", equalTo(0));
+        given().get("/v1/consumer/requests/q-3/kv").then().statusCode(200).body(equalTo("")); // and released
+        given().get("/v1/consumer/requests/q-3").then().statusCode(404);
+
+        int status = 200;
+        for (int i = 0; i < 100 && status == 200; i++) { // P releases at D's notification: well within 5 s
+            status = given().get("/v1/producer/requests/q-3").statusCode();
+            if (status == 200) {
+                Thread.sleep(50);
+            }
+        }
+        org.junit.jupiter.api.Assertions.assertEquals(404, status, "P released q-3 at D's notification");
+    }
 }

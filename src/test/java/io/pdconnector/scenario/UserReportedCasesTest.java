@@ -78,6 +78,44 @@ class UserReportedCasesTest {
         cluster.assertNoLeak();
     }
 
+    /**
+     * vLLM PR #56640: when D's own prefix cache already holds the whole prompt, the pull has no block
+     * to READ ({@code remote_block_ids: [[]]}). It is still decided: received only if P's lease slot
+     * still holds the nonce (the slot READ), and P is told at once so it releases its blocks.
+     */
+    @Test
+    void vllm56640_aPullThatNeedsNoReadIsStillDecidedAndReleasesP() {
+        ProducerFixture p = producer(2);
+        ConsumerFixture d = decoder(1);
+        KvTransferParams a = nothingToRead(cluster.prefill(p, "a", promptA));
+        int before = cluster.engine.events.size();
+
+        PullOutcome o = cluster.pull(d, "a", promptA, a);
+
+        assertEquals(PullState.RECEIVED, o.state(), "decided, with its lease checked: " + o);
+        assertEquals(0, o.localBlockIds().length, "nothing read, so no D block held");
+        var events = cluster.engine.events.subList(before, cluster.engine.events.size());
+        assertTrue(events.stream().noneMatch(e -> e.startsWith("post block")), "no block READ: " + events);
+        assertEquals(2, events.stream().filter(e -> e.startsWith("post slot")).count(),
+                "the slot of each of P's ranks was READ: " + events);
+        cluster.steps(3);
+        assertEquals(0, p.snapshot().liveLeases(), "P released at D's notification, not at expiry");
+        cluster.release(d, "a");
+
+        KvTransferParams b = nothingToRead(cluster.prefill(p, "b", promptA));
+        cluster.lapseAll(); // b's lease lapses first: its slot no longer holds the nonce
+        assertDeclined(cluster.pull(d, "b", promptA, b), "lease_mismatch");
+        cluster.assertNoLeak();
+    }
+
+    /** The params as a decoder whose prefix cache holds the whole prompt forwards them. */
+    private static KvTransferParams nothingToRead(KvTransferParams p) {
+        return new KvTransferParams(p.doRemotePrefill(), p.doRemoteDecode(), p.remoteEngineId(),
+                p.remoteRequestId(), java.util.List.of(java.util.List.of()), p.remoteHost(), p.remotePort(),
+                p.tpSize(), p.remoteNumTokens(), p.transferMode(), p.remoteLeaseSlot(), p.remoteLeaseNonce(),
+                p.extra());
+    }
+
     /** vLLM #52234: a load that failed or was declined must never be answered with KV. */
     @Test
     void vllm52234_aFailedOrDeclinedLoadNeverAnswersWithKv() {
