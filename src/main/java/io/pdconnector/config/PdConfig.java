@@ -70,6 +70,8 @@ public interface PdConfig {
 
     Router router();
 
+    FaultsConfig faults();
+
     enum Role {
         producer,
         consumer,

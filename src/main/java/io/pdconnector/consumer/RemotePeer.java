@@ -152,7 +152,7 @@ final class RemotePeer {
     private static SlotChannel prepareSlots(int q, ConsumerRank reader, String remoteAgent, HandshakeMetadata m,
             int capacity) {
         TransferAgent agent = reader.agent();
-        var remote = agent.prepareRemote(remoteAgent, DescriptorList.contiguous(m.slotBase(), Long.BYTES,
+        var remote = agent.prepareRemote(remoteAgent, DescriptorList.leaseSlots(m.slotBase(),
                 m.slotCount()));
         RegisteredRegion landing = null;
         try {

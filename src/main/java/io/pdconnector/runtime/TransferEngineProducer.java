@@ -1,9 +1,12 @@
 package io.pdconnector.runtime;
 
+import io.pdconnector.config.FaultsConfig;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.transfer.TransferEngine;
+import io.pdconnector.transfer.faults.FaultInjectingEngine;
+import io.pdconnector.transfer.faults.FaultPlan;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -11,6 +14,8 @@ import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Disposes;
 import jakarta.enterprise.inject.Produces;
 import java.nio.file.Path;
+import java.util.Locale;
+import java.util.OptionalInt;
 import org.jboss.logging.Logger;
 
 /** Opens the configured transfer engine once; a missing NIXL fails start-up, it is never replaced silently. */
@@ -31,7 +36,22 @@ public class TransferEngineProducer {
             case loopback -> new LoopbackTransferEngine();
         };
         LOG.infof("transfer engine %s ready", engine.kind());
-        return engine;
+        return config.faults().enabled() ? withFaults(engine, config.faults()) : engine;
+    }
+
+    private static TransferEngine withFaults(TransferEngine engine, FaultsConfig faults) {
+        FaultPlan plan;
+        try {
+            plan = new FaultPlan(FaultPlan.Kind.valueOf(faults.readKind().name().toUpperCase(Locale.ROOT)),
+                    faults.rank().map(OptionalInt::of).orElse(OptionalInt.empty()),
+                    FaultPlan.Action.valueOf(faults.action().name().toUpperCase(Locale.ROOT)), faults.duration(),
+                    faults.probability(), faults.everyNth(), faults.seed());
+        } catch (IllegalArgumentException e) {
+            engine.close();
+            throw e;
+        }
+        LOG.warnf("FAULT INJECTION ON (pd.faults.enabled): %s", plan);
+        return new FaultInjectingEngine(engine, plan);
     }
 
     /** Opens the engine during start-up, so a missing NIXL stops the service before it reports ready. */

@@ -7,6 +7,7 @@ public final class DescriptorList {
 
     private long[] pairs;
     private int count;
+    private boolean leaseSlots;
 
     public DescriptorList(int expected) {
         pairs = new long[Math.max(2, 2 * expected)];
@@ -33,6 +34,21 @@ public final class DescriptorList {
             list.add(base + i * size, size);
         }
         return list;
+    }
+
+    /**
+     * One 8-byte descriptor per lease slot of a peer from {@code base}: a list that says what it
+     * describes, so a transfer-engine decorator can tell slot READs from block READs.
+     */
+    public static DescriptorList leaseSlots(long base, int count) {
+        DescriptorList list = contiguous(base, Long.BYTES, count);
+        list.leaseSlots = true;
+        return list;
+    }
+
+    /** Whether this list describes a peer's lease slots ({@link #leaseSlots}), not KV blocks. */
+    public boolean describesLeaseSlots() {
+        return leaseSlots;
     }
 
     public int count() {

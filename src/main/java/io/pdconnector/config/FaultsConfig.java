@@ -1,0 +1,52 @@
+package io.pdconnector.config;
+
+import io.smallrye.config.WithDefault;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * Fault injection into this instance's own READs, for fault tests of the packaged service (README
+ * "Hardening"). Off by default; never enable it in a fleet that serves users.
+ */
+public interface FaultsConfig {
+    /** Wraps the transfer engine in one that strikes READs as the keys below say. */
+    @WithDefault("false")
+    boolean enabled();
+
+    /** Which READs: {@code block} (a peer's KV), {@code slot} (its lease slots) or {@code any}. */
+    @WithDefault("any")
+    ReadKind readKind();
+
+    /** Only READs from this rank of the peer; any rank when unset. */
+    Optional<Integer> rank();
+
+    /**
+     * {@code fail} (the READ fails once its transfer is terminal), {@code delay} (it reports in
+     * progress for {@code duration}) or {@code hold} (its post stalls the step loop for {@code duration}).
+     */
+    @WithDefault("fail")
+    Action action();
+
+    @WithDefault("1s")
+    Duration duration();
+
+    /** The chance each candidate READ is struck; give this or {@code every-nth}, not both. */
+    @WithDefault("0")
+    double probability();
+
+    /** Every n-th candidate READ is struck (counted over the instance); 0: use {@code probability}. */
+    @WithDefault("0")
+    int everyNth();
+
+    /** Seed of the random choice, so a run repeats. */
+    @WithDefault("12")
+    long seed();
+
+    enum ReadKind {
+        block, slot, any
+    }
+
+    enum Action {
+        fail, delay, hold
+    }
+}

@@ -1,0 +1,161 @@
+package io.pdconnector.transfer.faults;
+
+import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.NativeStatus;
+import io.pdconnector.transfer.NotificationSink;
+import io.pdconnector.transfer.PreparedDescriptors;
+import io.pdconnector.transfer.ReadRequest;
+import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferException;
+import io.pdconnector.transfer.TransferStatus;
+import java.nio.file.Path;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One agent of a {@link FaultInjectingEngine}. Confined to its step loop like the agent it wraps,
+ * so its maps need no lock. A struck READ is still the real READ underneath: a failure or a delay is
+ * reported only on top of its real status, never while its bytes may still land (L13).
+ */
+final class FaultInjectingAgent implements TransferAgent {
+
+    private final TransferAgent inner;
+    private final FaultInjectingEngine engine;
+    /** Remote lists prepared through this agent that describe a peer's lease slots. */
+    private final Map<PreparedDescriptors, Boolean> slotLists = new IdentityHashMap<>();
+    private final Map<ReadRequest, Strike> strikes = new IdentityHashMap<>();
+
+    private record Strike(FaultPlan.Action action, long untilNanos) {
+    }
+
+    FaultInjectingAgent(TransferAgent inner, FaultInjectingEngine engine) {
+        this.inner = inner;
+        this.engine = engine;
+    }
+
+    @Override
+    public ReadRequest postRead(PreparedDescriptors local, int[] localIndices, PreparedDescriptors remote,
+            int[] remoteIndices, byte[] notification) {
+        boolean slotRead = slotLists.getOrDefault(remote, false);
+        FaultPlan plan = engine.plan();
+        boolean hit = engine.strikes(slotRead, sourceRank(remote.owner()));
+        if (hit && plan.action() == FaultPlan.Action.HOLD) {
+            LockSupport.parkNanos(plan.duration().toNanos()); // the caller's loop stalls, as a hung call would
+        }
+        ReadRequest request = inner.postRead(local, localIndices, remote, remoteIndices, notification);
+        if (hit && plan.action() != FaultPlan.Action.HOLD) {
+            strikes.put(request, new Strike(plan.action(), System.nanoTime() + plan.duration().toNanos()));
+        }
+        return request;
+    }
+
+    @Override
+    public TransferStatus status(ReadRequest request) {
+        Strike strike = strikes.get(request);
+        if (strike != null && strike.action() == FaultPlan.Action.DELAY && System.nanoTime() < strike.untilNanos()) {
+            return TransferStatus.IN_PROGRESS;
+        }
+        TransferStatus real = inner.status(request);
+        if (strike != null && strike.action() == FaultPlan.Action.FAIL && real == TransferStatus.DONE) {
+            throw TransferException.of("status(" + request.remoteAgent() + ")", NativeStatus.BACKEND.code(),
+                    "injected by pd.faults");
+        }
+        return real;
+    }
+
+    @Override
+    public void release(ReadRequest request) {
+        inner.release(request);
+        strikes.remove(request);
+    }
+
+    /** The rank of a producer's agent, named {@code <engine-id>-p<rank>}; -1 for any other name. */
+    static int sourceRank(String agentName) {
+        int at = agentName.lastIndexOf("-p");
+        if (at < 0 || at + 2 >= agentName.length()) {
+            return -1;
+        }
+        try {
+            return Integer.parseInt(agentName.substring(at + 2));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public PreparedDescriptors prepareRemote(String remoteAgent, DescriptorList descriptors) {
+        PreparedDescriptors prepared = inner.prepareRemote(remoteAgent, descriptors);
+        if (descriptors.describesLeaseSlots()) {
+            slotLists.put(prepared, true);
+        }
+        return prepared;
+    }
+
+    @Override
+    public void release(PreparedDescriptors prepared) {
+        inner.release(prepared);
+        slotLists.remove(prepared);
+    }
+
+    @Override
+    public String name() {
+        return inner.name();
+    }
+
+    @Override
+    public RegisteredRegion allocate(String label, long bytes) {
+        return inner.allocate(label, bytes);
+    }
+
+    @Override
+    public RegisteredRegion allocateShared(String label, Path file, long bytes) {
+        return inner.allocateShared(label, file, bytes);
+    }
+
+    @Override
+    public void deregister(RegisteredRegion region) {
+        inner.deregister(region);
+    }
+
+    @Override
+    public byte[] localMetadata() {
+        return inner.localMetadata();
+    }
+
+    @Override
+    public String loadRemoteMetadata(byte[] metadata) {
+        return inner.loadRemoteMetadata(metadata);
+    }
+
+    @Override
+    public void invalidateRemote(String remoteAgent) {
+        inner.invalidateRemote(remoteAgent);
+    }
+
+    @Override
+    public PreparedDescriptors prepareLocal(DescriptorList descriptors) {
+        return inner.prepareLocal(descriptors);
+    }
+
+    @Override
+    public void sendNotification(String remoteAgent, byte[] message) {
+        inner.sendNotification(remoteAgent, message);
+    }
+
+    @Override
+    public int drainNotifications(NotificationSink sink) {
+        return inner.drainNotifications(sink);
+    }
+
+    @Override
+    public int openHandles() {
+        return inner.openHandles();
+    }
+
+    @Override
+    public void close() {
+        inner.close();
+    }
+}
