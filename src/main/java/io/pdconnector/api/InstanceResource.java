@@ -63,6 +63,7 @@ public class InstanceResource {
             m.put("pulls_live", g.liveRequests());
         }
         m.put("queue_depth", g.queued());
+        m.put("commands_refused", g.commandsRefused());
         m.put("ms_since_last_step", loop.nanosSinceLastTurn() / 1_000_000);
         return m;
     }

@@ -57,7 +57,7 @@ public final class PullScheduler implements StepWorker {
             InstantSource clock, PullObserver observer) {
         this.state = new ConsumerState(config, clock, observer);
         this.engine = engine;
-        this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
+        this.commands = new CommandQueue<>(name(), config.commandQueueCapacity(), gauges);
         this.notices = new NotificationOutbox(state);
         Decider decider = new Decider(state, notices);
         this.decider = decider;

@@ -19,14 +19,21 @@ public final class CommandQueue<C extends LoopCommand> {
     private final String loop;
     private final int capacity;
     private final ArrayBlockingQueue<C> queue;
+    private final LoopGauges gauges;
 
     public CommandQueue(String loop, int capacity) {
+        this(loop, capacity, new LoopGauges());
+    }
+
+    /** Counts its refusals in {@code gauges} ({@code pd_commands_refused_total}). */
+    public CommandQueue(String loop, int capacity, LoopGauges gauges) {
         if (capacity < 1) {
             throw new IllegalArgumentException("command queue capacity must be positive, got " + capacity);
         }
         this.loop = loop;
         this.capacity = capacity;
         this.queue = new ArrayBlockingQueue<>(capacity);
+        this.gauges = gauges;
     }
 
     /**
@@ -36,6 +43,7 @@ public final class CommandQueue<C extends LoopCommand> {
     public <R> CompletableFuture<R> submit(Function<CompletableFuture<R>, ? extends C> command) {
         CompletableFuture<R> reply = new CompletableFuture<>();
         if (!queue.offer(command.apply(reply))) {
+            gauges.countRefused();
             throw UnavailableException.queueFull(loop, capacity);
         }
         return reply;

@@ -1,5 +1,7 @@
 package io.pdconnector.loop;
 
+import java.util.concurrent.atomic.AtomicLong;
+
 /**
  * Occupancy a step loop publishes at the end of every step, so metrics and status read it from any
  * thread without a round trip through the command queue.
@@ -13,6 +15,7 @@ public final class LoopGauges {
     private volatile int liveRequests;
     private volatile int queued;
     private volatile int quarantined;
+    private final AtomicLong commandsRefused = new AtomicLong();
 
     public void publish(int blocksInUse, int blocksTotal, int slotsInUse, int slotsTotal, int liveRequests,
             int queued) {
@@ -27,6 +30,16 @@ public final class LoopGauges {
     /** D only: blocks of ended pulls a READ may still write, held until it is terminal (L13). */
     public void publishQuarantined(int blocks) {
         this.quarantined = blocks;
+    }
+
+    /** A command the loop's full queue refused (503 queue-full); any thread. */
+    void countRefused() {
+        commandsRefused.incrementAndGet();
+    }
+
+    /** Commands refused since start because the loop's queue was full. */
+    public long commandsRefused() {
+        return commandsRefused.get();
     }
 
     public int quarantined() {

@@ -151,6 +151,9 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
                 .description("Leases held (producer) or pulls not yet released (consumer)").register(registry);
         Gauge.builder("pd_queue_depth", g, x -> x.queued()).tag("side", side)
                 .description("Commands waiting for the step loop").register(registry);
+        FunctionCounter.builder("pd_commands_refused", g, LoopGauges::commandsRefused).tag("side", side)
+                .description("Requests refused 503 queue-full: the step loop's command queue was full")
+                .register(registry);
     }
 
     private void counter(String name, String help, AtomicLong value) {

@@ -47,7 +47,7 @@ public final class LeaseScheduler implements StepWorker {
         this.state = new ProducerState(config, clock, observer);
         this.engine = engine;
         this.registry = registry;
-        this.commands = new CommandQueue<>(name(), config.commandQueueCapacity());
+        this.commands = new CommandQueue<>(name(), config.commandQueueCapacity(), gauges);
         this.exit = new LeaseExit(state.ranks);
         RequestGuard guard = new RequestGuard(state, exit);
         this.exporter = new Exporter(state, guard);
