@@ -28,6 +28,10 @@ fi
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v etcdctl >/dev/null || missing+=(etcd-client)
 command -v openssl >/dev/null || missing+=(openssl)
+# NetworkFaultsIT puts P and D in network namespaces of its own (ip, tc) and drops packets with nftables.
+command -v ip >/dev/null || missing+=(iproute2)
+command -v tc >/dev/null || missing+=(iproute2)
+command -v nft >/dev/null || missing+=(nftables)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo

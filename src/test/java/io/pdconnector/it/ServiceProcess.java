@@ -41,14 +41,26 @@ public final class ServiceProcess implements AutoCloseable {
     public final String name;
     public final int port;
     public final Path log;
+    /** Where this JVM reaches the service: loopback, or an address of a network namespace the test made. */
+    public final String host;
     private final Process process;
     private volatile String authorization;
 
-    private ServiceProcess(String name, int port, Path log, Process process) {
+    private ServiceProcess(String name, String host, int port, Path log, Process process) {
         this.name = name;
+        this.host = host;
         this.port = port;
         this.log = log;
         this.process = process;
+    }
+
+    /**
+     * Where and how a service runs: inside a network namespace ({@code ip netns exec}), reached at
+     * {@code host}, with extra environment variables (UCX_TLS ...).
+     */
+    public record Launch(String netns, String host, Map<String, String> env) {
+
+        public static final Launch LOOPBACK = new Launch(null, "127.0.0.1", Map.of());
     }
 
     /**
@@ -62,22 +74,38 @@ public final class ServiceProcess implements AutoCloseable {
     /** As above on {@code port}: a restarted instance comes back where its peers were told it is. */
     public static ServiceProcess start(String name, Map<String, String> settings, Path logDir, int port)
             throws IOException {
+        return start(name, settings, logDir, port, Launch.LOOPBACK);
+    }
+
+    /** As above, launched as {@code launch} says; the port is free in this JVM's namespace, and so in a fresh one. */
+    public static ServiceProcess start(String name, Map<String, String> settings, Path logDir, Launch launch)
+            throws IOException {
+        return start(name, settings, logDir, freePort(), launch);
+    }
+
+    private static ServiceProcess start(String name, Map<String, String> settings, Path logDir, int port,
+            Launch launch) throws IOException {
         Path jar = APP.resolve("quarkus-run.jar");
         assertTrue(Files.isRegularFile(jar), "packaged jar at " + jar + " (run through mvn verify)");
         Map<String, String> all = new LinkedHashMap<>();
         all.put("pd.nixl.home", System.getProperty("pd.nixl.home"));
         all.put("quarkus.http.port", Integer.toString(port));
         all.putAll(settings);
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        List<String> cmd = new ArrayList<>();
+        if (launch.netns() != null) {
+            cmd.addAll(List.of("ip", "netns", "exec", launch.netns()));
+        }
+        cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
         all.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.addAll(List.of("-jar", jar.toString()));
         Files.createDirectories(logDir);
         Path log = logDir.resolve(name + ".log");
         Files.writeString(log, String.join(" ", cmd) + System.lineSeparator());
-        Process process = new ProcessBuilder(cmd).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        return new ServiceProcess(name, port, log, process);
+        ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().putAll(launch.env());
+        return new ServiceProcess(name, launch.host(), port, log, builder.start());
     }
 
     /** Polls {@code /q/health/ready} until it answers 200; fails with the log's tail if the process dies or the deadline passes. */
@@ -118,7 +146,7 @@ public final class ServiceProcess implements AutoCloseable {
     }
 
     public URI uri(String path) {
-        return URI.create("http://127.0.0.1:" + port + path);
+        return URI.create("http://" + host + ":" + port + path);
     }
 
     /** POSTs a JSON body; returns status and parsed body (problem documents included). */
