@@ -277,6 +277,16 @@ public final class ServiceProcess implements AutoCloseable {
         return process.exitValue();
     }
 
+    /** Resident memory of the service's process (VmRSS): heap, metaspace, native buffers, NIXL/UCX. */
+    public long residentBytes() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(process.pid()), "status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        throw new AssertionError("no VmRSS for " + name);
+    }
+
     public boolean isAlive() {
         return process.isAlive();
     }
