@@ -30,8 +30,7 @@
  *   CFG_LIFE    a0 alone, with a clock: ticks, D heartbeating a0 every tick while its pull waits, and the
  *               lease's maximum lifetime (L12); expiry still may come at any moment, at the latest at exp
  * CFG_REUSE, CFG_RESTART and CFG_SCARCE also let D end one pull early (a timeout, an abort, its producer
- * gone) while its block READs may be in flight (L13), and tell P with the nonce that it gave up (then P
- * may release and reuse the lease's blocks while those READs still run); CFG_REUSE also has a forger that knows request 0's
+ * gone) while its block READs may be in flight (L13); CFG_REUSE also has a forger that knows request 0's
  * id, not its nonce, and sends P one read notification <req>:1 without a nonce (L11).
  *
  * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B), MUT_L11, MUT_L12, MUT_L12B, MUT_L13
@@ -180,7 +179,6 @@ bit   notified[NA];
 #ifdef WITH_ABORT
 bit   abortUsed;             /* at most one pull ends early */
 bit   quar[NA];              /* the pull ended with a READ in flight: its D block is held in quarantine (L13) */
-bit   gaveUp[NA];            /* the given-up pull's release notification was sent */
 #endif
 #ifdef WITH_FORGE
 bit   forgeUsed;             /* the one forged <req0>:1 (no nonce) has reached a P rank */
@@ -717,23 +715,6 @@ inline endEarly(a) {       /* the pull ends before it is decided: timeout, abort
   }
 }
 
-/*
- * A pull D gave up (its caller's abort, or its timeout) tells P at once, with the lease's nonce, so P
- * releases the lease and reuses its blocks now rather than at expiry (vLLM PR #41269; Decider.decide,
- * NotificationOutbox.notifyGivenUp): the same notification a received pull sends. It may come at any
- * moment after the decline, or never (the producer was gone). A READ of that pull still in flight then
- * lands only in D's quarantined block (L13), never in one another pull owns.
- */
-inline notifyGivenUp(a) {
-  d_step {
-    (pull[a] == DECLINED && why[a] == ended && !gaveUp[a]) ->
-    gaveUp[a] = 1;
-    notif[IX(a, 0)] = 1;
-    notif[IX(a, 1)] = 1;
-    printf("@ D given-up notification of a%d req=%d nonce=%d\n", a, REQ(a), LeaseTable[a].nonce)
-  }
-}
-
 inline unquarantine(a) {
   d_step {
     (quar[a] && !IN_FLIGHT(a)) ->
@@ -774,9 +755,6 @@ end:
   :: endEarly(0)
   :: endEarly(1)
   :: endEarly(2)
-  :: notifyGivenUp(0)
-  :: notifyGivenUp(1)
-  :: notifyGivenUp(2)
   :: unquarantine(0)
   :: unquarantine(1)
   :: unquarantine(2)

@@ -42,7 +42,6 @@ public record Trail(String name, String configuration, String violated, List<Eve
         SLOT_READ("D(?<r>\\d) slot READ a(?<a>\\d): slot \\d+ holds \\d+, want \\d+ -> (?<result>[123])"),
         DECIDE("D decide a(?<a>\\d) (?<outcome>RECEIVED|DECLINED \\w+)"),
         NOTIFY("D notify a(?<a>\\d) req=\\d nonce=\\d+"),
-        GIVEN_UP_NOTIFY("D given-up notification of a(?<a>\\d) req=\\d nonce=\\d+"),
         NOTIFICATION_DUPLICATED("D notification of a(?<a>\\d) duplicated"),
         PULL_ENDS_EARLY("D abort a(?<a>\\d)"),
         QUARANTINE_ENDS("D quarantined dblk \\d+ of a(?<a>\\d) free: its READs ended"),

@@ -111,7 +111,6 @@ public final class TrailReplay implements AutoCloseable {
             case RESTART -> restart();
             case ROUTER_AGAIN -> log.add("  (the retry is prefilled at its schedule event)");
             case NOTIFY -> log.add("  (Java notifies when it decides; held until a delivery event)");
-            case GIVEN_UP_NOTIFY -> log.add("  (Java notifies when it gives up the pull; held until a delivery event)");
             case PULL_START -> startPull(attempts[e.attempt()], "pull-a" + e.attempt());
             case READ_LANDS -> trust.landBlockRead(attempts[e.attempt()], e.rank());
             case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
