@@ -132,7 +132,7 @@ class FaultInjectionIT {
         Map<String, String> faults = new LinkedHashMap<>();
         faults.put("pd.faults.read-kind", "slot");
         faults.put("pd.faults.action", "hold");
-        faults.put("pd.faults.duration", "3s");
+        faults.put("pd.faults.duration", "5s"); // long enough to see it red and flood it on a loaded machine
         faults.put("pd.faults.every-nth", "3");
         faults.put("pd.loop.stall-threshold", "1s");
         faults.put("pd.http.queue-capacity", "4");
@@ -149,7 +149,7 @@ class FaultInjectionIT {
         ExecutorService pool = Executors.newFixedThreadPool(17);
         try {
             Future<String> held = pool.submit(() -> pullAndJudge("held", tokens, params)); // its slot READ holds D's loop
-            assertEquals(503, awaitLiveness(503, Duration.ofSeconds(3)), "liveness goes red while the loop stalls");
+            assertEquals(503, awaitLiveness(503, Duration.ofSeconds(4)), "liveness goes red while the loop stalls");
             List<Future<HttpResponse<String>>> flood = new ArrayList<>();
             for (int i = 0; i < 16; i++) { // each asks the stalled loop for a pull's status
                 flood.add(pool.submit(() -> HTTP.send(HttpRequest.newBuilder(d.uri("/v1/consumer/requests/none-" + 0))
