@@ -3,19 +3,24 @@ package io.pdconnector.api;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PulledKv;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
+import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
@@ -40,17 +45,23 @@ public class ConsumerResource {
 
     private final ConnectorRuntime runtime;
     private final Registry registry;
+    private final ReferenceEngine reference;
 
     public ConsumerResource(ConnectorRuntime runtime) {
         this.runtime = runtime;
         this.registry = runtime.registry();
+        this.reference = new ReferenceEngine(runtime.geometry());
     }
 
     @POST
     @Path("/pull")
     @RolesAllowed(AuthRole.ROUTER)
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
-    public PullResponse pull(@Valid @NotNull PullRequest request) {
+    public PullResponse pull(@Valid @NotNull PullRequest request,
+            @QueryParam("matches_reference") @DefaultValue("false") @Parameter(description = "also compare the"
+                    + " pulled KV with the reference engine's KV of the prompt and answer matches_reference"
+                    + " (recomputes the prompt's KV on the request's thread: costs about what a prefill does)")
+            boolean checkReference) {
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
@@ -58,13 +69,23 @@ public class ConsumerResource {
         PullOutcome outcome = RemotePull.pull(registry, consumer, request.requestId(), tokens, params,
                 ConsumerResource::cancelWhenClientGoes);
         double millis = (System.nanoTime() - start) / 1e6;
-        int[] blocks = outcome.localBlockIds();
-        long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
-        String checksum = checksumText(consumer.kvChecksum(request.requestId()));
-        boolean reference = consumer.matchesReference(request.requestId());
+        PulledKv kv = outcome.kv();
+        // read in place on this thread, not on D's step loop; a pull released meanwhile has no KV left
+        if (!kv.pin()) {
+            throw new UnknownRequestException("consumer", request.requestId());
+        }
+        String checksum;
+        Boolean reference;
+        try {
+            checksum = checksumText(kv.crc32c());
+            reference = checkReference ? kv.matches(this.reference) : null;
+        } finally {
+            kv.unpin();
+        }
         return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
-                outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
-                bytes, checksum, reference, Map.of("pull_ms", millis));
+                outcome.reason() == null ? null : outcome.reason().wire(),
+                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference,
+                Map.of("pull_ms", millis));
     }
 
     @GET

@@ -19,7 +19,7 @@ final class PullStarter {
         int n = 0;
         while (!state.queued.isEmpty()) {
             Pull pull = state.queued.peek();
-            int[] local = state.blocks.allocate(pull.params().blockIds().length);
+            int[] local = state.blocks.allocate(pull.remoteBlocks().length);
             if (local == null) {
                 break;
             }
@@ -37,7 +37,7 @@ final class PullStarter {
             return 1;
         }
         for (SliceChannel channel : pull.peer().slices()) {
-            pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), state.observer));
+            pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), state.observer));
         }
         pull.moveTo(PullState.READING, null);
         state.reading.add(pull);
