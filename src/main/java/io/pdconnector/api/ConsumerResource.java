@@ -10,6 +10,10 @@ import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.runtime.ConnectorRuntime;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
@@ -27,6 +31,7 @@ import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
@@ -57,22 +62,28 @@ public class ConsumerResource {
     @Path("/pull")
     @RolesAllowed(AuthRole.ROUTER)
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
-    public PullResponse pull(@Valid @NotNull PullRequest request,
+    public Uni<PullResponse> pull(@Valid @NotNull PullRequest request,
             @QueryParam("matches_reference") @DefaultValue("false") @Parameter(description = "also compare the"
                     + " pulled KV with the reference engine's KV of the prompt and answer matches_reference"
-                    + " (recomputes the prompt's KV on the request's thread: costs about what a prefill does)")
+                    + " (recomputes the prompt's KV on a worker thread: costs about what a prefill does)")
             boolean checkReference) {
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         long start = System.nanoTime();
-        PullOutcome outcome = RemotePull.pull(registry, consumer, request.requestId(), tokens, params,
-                ConsumerResource::cancelWhenClientGoes);
-        double millis = (System.nanoTime() - start) / 1e6;
+        // the reply is built on this request's event loop, or on a worker when it recomputes reference KV
+        Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
+        return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params,
+                ConsumerResource::cancelWhenClientGoes, replyOn)
+                .map(outcome -> reply(request.requestId(), outcome, (System.nanoTime() - start) / 1e6,
+                        checkReference));
+    }
+
+    /** Reads the pulled KV in place, on this thread, not on D's step loop; a pull released meanwhile has none left. */
+    private PullResponse reply(String requestId, PullOutcome outcome, double millis, boolean checkReference) {
         PulledKv kv = outcome.kv();
-        // read in place on this thread, not on D's step loop; a pull released meanwhile has no KV left
         if (!kv.pin()) {
-            throw new UnknownRequestException("consumer", request.requestId());
+            throw new UnknownRequestException("consumer", requestId);
         }
         String checksum;
         Boolean reference;
@@ -82,10 +93,19 @@ public class ConsumerResource {
         } finally {
             kv.unpin();
         }
-        return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
+        return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(),
                 Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference,
                 Map.of("pull_ms", millis));
+    }
+
+    /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */
+    private static Executor eventLoopOfThisRequest() {
+        Context context = Vertx.currentContext();
+        if (context == null) {
+            return Infrastructure.getDefaultWorkerPool();
+        }
+        return task -> context.runOnContext(ignored -> task.run());
     }
 
     @GET
