@@ -3,25 +3,35 @@ package io.pdconnector.api;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PulledKv;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
+import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.runtime.ConnectorRuntime;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
@@ -40,32 +50,62 @@ public class ConsumerResource {
 
     private final ConnectorRuntime runtime;
     private final Registry registry;
+    private final ReferenceEngine reference;
 
     public ConsumerResource(ConnectorRuntime runtime) {
         this.runtime = runtime;
         this.registry = runtime.registry();
+        this.reference = new ReferenceEngine(runtime.geometry());
     }
 
     @POST
     @Path("/pull")
     @RolesAllowed(AuthRole.ROUTER)
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
-    public PullResponse pull(@Valid @NotNull PullRequest request) {
+    public Uni<PullResponse> pull(@Valid @NotNull PullRequest request,
+            @QueryParam("matches_reference") @DefaultValue("false") @Parameter(description = "also compare the"
+                    + " pulled KV with the reference engine's KV of the prompt and answer matches_reference"
+                    + " (recomputes the prompt's KV on a worker thread: costs about what a prefill does)")
+            boolean checkReference) {
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         long start = System.nanoTime();
-        PullOutcome outcome = RemotePull.pull(registry, consumer, request.requestId(), tokens, params,
-                ConsumerResource::cancelWhenClientGoes);
-        double millis = (System.nanoTime() - start) / 1e6;
-        int[] blocks = outcome.localBlockIds();
-        long bytes = (long) blocks.length * runtime.geometry().blockBytes(1);
-        String checksum = checksumText(consumer.kvChecksum(request.requestId()));
-        // A pull with nothing to READ (D's own prefix cache holds the prompt) has no KV here to compare.
-        Boolean reference = blocks.length == 0 ? null : consumer.matchesReference(request.requestId());
-        return new PullResponse(request.requestId(), outcome.state().name().toLowerCase(Locale.ROOT),
-                outcome.reason() == null ? null : outcome.reason().wire(), Arrays.stream(blocks).boxed().toList(),
-                bytes, checksum, reference, Map.of("pull_ms", millis));
+        // the reply is built on this request's event loop, or on a worker when it recomputes reference KV
+        Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
+        return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params,
+                ConsumerResource::cancelWhenClientGoes, replyOn)
+                .map(outcome -> reply(request.requestId(), outcome, (System.nanoTime() - start) / 1e6,
+                        checkReference));
+    }
+
+    /** Reads the pulled KV in place, on this thread, not on D's step loop; a pull released meanwhile has none left. */
+    private PullResponse reply(String requestId, PullOutcome outcome, double millis, boolean checkReference) {
+        PulledKv kv = outcome.kv();
+        if (!kv.pin()) {
+            throw new UnknownRequestException("consumer", requestId);
+        }
+        String checksum;
+        Boolean reference;
+        try {
+            checksum = checksumText(kv.crc32c());
+            reference = checkReference && outcome.localBlockIds().length > 0 ? kv.matches(this.reference) : null;
+        } finally {
+            kv.unpin();
+        }
+        return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
+                outcome.reason() == null ? null : outcome.reason().wire(),
+                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference,
+                Map.of("pull_ms", millis));
+    }
+
+    /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */
+    private static Executor eventLoopOfThisRequest() {
+        Context context = Vertx.currentContext();
+        if (context == null) {
+            return Infrastructure.getDefaultWorkerPool();
+        }
+        return task -> context.runOnContext(ignored -> task.run());
     }
 
     @GET

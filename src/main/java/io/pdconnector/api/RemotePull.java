@@ -5,8 +5,12 @@ import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.UnavailableException;
 import io.pdconnector.protocol.KvTransferParams;
+import io.smallrye.mutiny.Uni;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
 
@@ -39,6 +43,31 @@ final class RemotePull {
             throw declined(outcome);
         }
         return outcome;
+    }
+
+    /**
+     * As {@link #pull}, without a waiting thread: the outcome is emitted on {@code replyOn} once D's
+     * loop answers (never on the loop's own thread), a 503 {@code deadline-exceeded} at
+     * {@code pd.http.request-deadline}. The pull is cancelled (the loop aborts it if undecided) when
+     * its subscriber goes away or the deadline passes.
+     */
+    static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+            KvTransferParams params, Consumer<Future<?>> submitted, Executor replyOn) {
+        registry.requireTrusted(params);
+        CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
+        submitted.accept(pull);
+        Duration deadline = consumer.deadline();
+        return Uni.createFrom().completionStage(pull)
+                .ifNoItem().after(deadline).failWith(() -> UnavailableException.deadlineExceeded("pull "
+                        + requestId + " got no answer within " + deadline))
+                .onTermination().invoke(() -> pull.cancel(false)) // no effect once answered
+                .emitOn(replyOn)
+                .map(outcome -> {
+                    if (outcome.state() == PullState.DECLINED) {
+                        throw declined(outcome);
+                    }
+                    return outcome;
+                });
     }
 
     private static ProblemException declined(PullOutcome outcome) {

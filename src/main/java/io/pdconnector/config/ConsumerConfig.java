@@ -56,7 +56,7 @@ public record ConsumerConfig(
     /**
      * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,
      * {@link ModelGeometry#DEFAULT}, 256 blocks, verified leases with policy {@code FAIL}, heartbeats
-     * every 5 s, a 120 s pull timeout, a 60 s retention of decided KV, 10000 slot READ spins, 64 slot
+     * every 5 s, a 120 s pull timeout, a 60 s retention of decided KV, 1 slot READ poll per step, 64 slot
      * checks per READ, peers of at most 2^20 blocks and 2^22 descriptors per list, and a command queue
      * of 1024.
      */
@@ -71,7 +71,7 @@ public record ConsumerConfig(
         private Duration heartbeatInterval = DEFAULT_HEARTBEAT;
         private Duration pullTimeout = Duration.ofSeconds(120);
         private Duration retention = Duration.ofSeconds(60);
-        private int slotReadSpins = 10_000;
+        private int slotReadSpins = 1;
         private int slotChecksPerRead = 64;
         private int maxPeerBlocks = 1 << 20;
         private int maxPeerDescriptors = 1 << 22;

@@ -48,6 +48,11 @@ public final class ConsumerFacade {
         return await(submitPull(requestId, tokens, params), requestId);
     }
 
+    /** How long a caller waits for the loop ({@code pd.http.request-deadline}). */
+    public Duration deadline() {
+        return deadline;
+    }
+
     /** Waits for a submitted pull with the deadline; a caller that stops waiting cancels it. */
     public PullOutcome await(CompletableFuture<PullOutcome> pull, String requestId) {
         try {

@@ -4,6 +4,7 @@ import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.memory.IndexPool;
 import io.pdconnector.reference.ReferenceEngine;
+import java.lang.foreign.MemorySegment;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -26,6 +27,8 @@ final class ConsumerState {
     final ConsumerCounters counters = new ConsumerCounters();
     final IndexPool blocks;
     final Quarantine quarantine;
+    /** Blocks of released pulls a caller's thread was still reading ({@link PulledKv}). */
+    final PinnedBlocks pinned;
     final ReferenceEngine reference;
     /** Filled when the loop opens; handshaken peers keep this list, so it is never replaced. */
     final List<ConsumerRank> ranks = new ArrayList<>();
@@ -43,6 +46,7 @@ final class ConsumerState {
         this.verification = new LeaseVerification(config.leaseVerification());
         this.blocks = new IndexPool("block", config.numBlocks());
         this.quarantine = new Quarantine(blocks, counters);
+        this.pinned = new PinnedBlocks(blocks);
         this.reference = new ReferenceEngine(config.geometry());
     }
 
@@ -55,6 +59,15 @@ final class ConsumerState {
         return pull;
     }
 
+    /** A decided pull's KV, in place, for callers to read off the loop. */
+    PulledKv exposeKv(Pull pull) {
+        List<MemorySegment> segments = new ArrayList<>(ranks.size());
+        for (ConsumerRank rank : ranks) {
+            segments.add(rank.kv().segment());
+        }
+        return new PulledKv(segments, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
+    }
+
     /** Takes a pull out of whichever phase list holds it. */
     void unlist(Pull pull) {
         queued.remove(pull);
@@ -62,10 +75,10 @@ final class ConsumerState {
         checking.remove(pull);
     }
 
-    /** Frees a pull's local blocks, if it got any, and forgets it. */
+    /** Frees a pull's local blocks, if it got any (once no caller reads them, {@link PinnedBlocks}), and forgets it. */
     void forget(Pull pull) {
         if (pull.localBlocks() != null) {
-            blocks.free(pull.localBlocks());
+            pinned.free(pull.kv(), pull.localBlocks());
         }
         pulls.remove(pull.requestId());
     }

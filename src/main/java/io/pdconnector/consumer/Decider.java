@@ -50,6 +50,9 @@ final class Decider {
             }
             applyPolicy(pull, reason, recompute);
         }
+        if (pull.state() != PullState.DECLINED) {
+            pull.exposeKv(state.exposeKv(pull));
+        }
         pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());
         pull.reply().complete(pull.outcome());
     }
@@ -109,7 +112,7 @@ final class Decider {
             return false;
         }
         if (pull.localBlocks() == null && pull.blocksQuarantined()) {
-            int[] fresh = state.blocks.allocate(pull.params().blockIds().length);
+            int[] fresh = state.blocks.allocate(pull.remoteBlocks().length);
             if (fresh != null) {
                 pull.assignBlocks(fresh);
             }

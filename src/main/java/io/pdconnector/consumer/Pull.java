@@ -19,9 +19,12 @@ final class Pull {
     private final CompletableFuture<PullOutcome> reply;
     private final List<BlockRead> reads = new ArrayList<>();
     private final long[] observedSlots;
+    /** {@code params.blockIds()}, once: every step a queued pull waits reads it. */
+    private final int[] remoteBlocks;
     private PullState state = PullState.QUEUED;
     private DeclineReason reason;
     private int[] localBlocks;
+    private PulledKv kv;
     private boolean blocksQuarantined;
     private boolean slotReadFailed;
     private long retainedUntilMillis = Long.MAX_VALUE;
@@ -35,6 +38,7 @@ final class Pull {
         this.deadlineMillis = deadlineMillis;
         this.reply = reply;
         this.observedSlots = new long[peer.ranks().size()];
+        this.remoteBlocks = params.blockIds();
         Arrays.fill(observedSlots, UNSEEN);
     }
 
@@ -143,7 +147,17 @@ final class Pull {
     }
 
     PullOutcome outcome() {
-        return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks);
+        return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks, kv);
+    }
+
+    /** Decided with KV: callers may read it off the loop until the pull is released. */
+    void exposeKv(PulledKv view) {
+        this.kv = view;
+    }
+
+    /** The KV callers may read, or null (undecided, declined). */
+    PulledKv kv() {
+        return kv;
     }
 
     String requestId() {
@@ -156,6 +170,11 @@ final class Pull {
 
     int[] tokens() {
         return tokens;
+    }
+
+    /** P's block ids this pull reads; not to be changed. */
+    int[] remoteBlocks() {
+        return remoteBlocks;
     }
 
     KvTransferParams params() {

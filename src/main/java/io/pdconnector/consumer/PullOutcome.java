@@ -2,9 +2,11 @@ package io.pdconnector.consumer;
 
 /**
  * How a pull ended. {@code reason} is null for a clean RECEIVED; for RECOMPUTED it says why the
- * received KV was not used. {@code localBlockIds} hold the KV until the caller releases the pull.
+ * received KV was not used. {@code localBlockIds} hold the KV until the caller releases the pull;
+ * {@code kv} (null when declined) reads it in place, off the step loop.
  */
-public record PullOutcome(String requestId, PullState state, DeclineReason reason, int[] localBlockIds) {
+public record PullOutcome(String requestId, PullState state, DeclineReason reason, int[] localBlockIds,
+        PulledKv kv) {
 
     public PullOutcome {
         localBlockIds = localBlockIds.clone();

@@ -18,17 +18,17 @@ import org.jboss.logging.Logger;
  * <li>drain commands ({@link ConsumerCommandHandler}): a new pull handshakes if needed, is checked
  *     against the peer, and starts heartbeating at once ({@link Arrival});</li>
  * <li>send due heartbeats, batched per remote engine ({@link NotificationOutbox});</li>
+ * <li>give queued pulls local blocks and post their block READs, without notification
+ *     ({@link PullStarter});</li>
  * <li>poll block READs; a pull whose READs are all terminal (L9) goes on to the slot check
  *     ({@link ReadPoller}); poll the READs ended pulls left in flight, and free their blocks once
  *     those are terminal ({@link Quarantine}, L13);</li>
  * <li>post one slot READ per remote rank for every pull that got there (L5), spin on it (bounded),
  *     compare, and decide: notify with the nonce only after a match (L6), else decline (L7)
  *     ({@link SlotChecker}, {@link Decider});</li>
- * <li>give queued pulls local blocks and post their block READs, without notification
- *     ({@link PullStarter});</li>
  * <li>time out pulls past their deadline ({@link Expiry}).</li>
  * </ol>
- * Block READs posted in a step are first polled in the next. Callers reach the loop only through
+ * Block READs are first polled in the step that posted them. Callers reach the loop only through
  * {@link ConsumerFacade}.
  */
 public final class PullScheduler implements StepWorker {
@@ -97,6 +97,11 @@ public final class PullScheduler implements StepWorker {
     }
 
     @Override
+    public void runsOn(Thread loop) {
+        commands.wakes(loop);
+    }
+
+    @Override
     public void open() {
         ConsumerConfig config = state.config;
         state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ConsumerRank.open(engine, config, r),
@@ -113,10 +118,13 @@ public final class PullScheduler implements StepWorker {
         long now = state.clock.millis();
         int work = commands.drain(c -> handler.handle(c, now));
         work += sendHeartbeats(now);
+        // started before the poll: over CMA a READ is done within its post, so a pull can be read,
+        // slot-checked and decided in the step its command arrived in
+        work += starter.startQueued();
         work += reads.poll();
         work += state.quarantine.poll();
+        work += state.pinned.poll();
         work += slots.check(now);
-        work += starter.startQueued();
         work += expiry.expire(now);
         if (work > 0) {
             state.observer.step(name(), System.nanoTime() - started);

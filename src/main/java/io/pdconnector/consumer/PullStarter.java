@@ -34,7 +34,7 @@ final class PullStarter {
 
     /** No block for a pull with nothing to READ: it goes straight on to its slot check. */
     private int[] allocate(Pull pull) {
-        int wanted = pull.params().blockIds().length;
+        int wanted = pull.remoteBlocks().length;
         return wanted == 0 ? new int[0] : state.blocks.allocate(wanted);
     }
 
@@ -45,7 +45,7 @@ final class PullStarter {
             return 1;
         }
         for (SliceChannel channel : local.length == 0 ? List.<SliceChannel>of() : pull.peer().slices()) {
-            pull.addRead(BlockRead.post(channel, local, pull.params().blockIds(), state.observer));
+            pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), state.observer));
         }
         pull.moveTo(PullState.READING, null);
         state.reading.add(pull);

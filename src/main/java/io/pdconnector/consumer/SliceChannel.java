@@ -10,7 +10,11 @@ import io.pdconnector.transfer.PreparedDescriptors;
 record SliceChannel(HeadSlice slice, ConsumerRank rank, String remoteAgent, int runs,
         PreparedDescriptors remote, PreparedDescriptors local) {
 
+    /** The list entries of {@code blocks}: the block ids themselves when a block is one run (not to be changed). */
     int[] indices(int[] blocks) {
+        if (runs == 1) {
+            return blocks;
+        }
         int[] out = new int[Math.multiplyExact(blocks.length, runs)];
         for (int i = 0; i < blocks.length; i++) {
             for (int r = 0; r < runs; r++) {

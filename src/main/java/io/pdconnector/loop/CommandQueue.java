@@ -3,6 +3,7 @@ package io.pdconnector.loop;
 import io.pdconnector.error.UnavailableException;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -16,10 +17,12 @@ public final class CommandQueue<C extends LoopCommand> {
     /** Per step; large enough that a busy loop drains a full default queue in four steps. */
     public static final int COMMANDS_PER_STEP = 256;
 
-    private final String loop;
+    private final String name;
     private final int capacity;
     private final ArrayBlockingQueue<C> queue;
     private final LoopGauges gauges;
+    /** The loop thread to unpark when a command arrives; null until the loop runs (tests step by hand). */
+    private volatile Thread loop;
 
     public CommandQueue(String loop, int capacity) {
         this(loop, capacity, new LoopGauges());
@@ -30,7 +33,7 @@ public final class CommandQueue<C extends LoopCommand> {
         if (capacity < 1) {
             throw new IllegalArgumentException("command queue capacity must be positive, got " + capacity);
         }
-        this.loop = loop;
+        this.name = loop;
         this.capacity = capacity;
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.gauges = gauges;
@@ -44,9 +47,18 @@ public final class CommandQueue<C extends LoopCommand> {
         CompletableFuture<R> reply = new CompletableFuture<>();
         if (!queue.offer(command.apply(reply))) {
             gauges.countRefused();
-            throw UnavailableException.queueFull(loop, capacity);
+            throw UnavailableException.queueFull(name, capacity);
+        }
+        Thread waiting = loop;
+        if (waiting != null) {
+            LockSupport.unpark(waiting); // a parked idle loop would otherwise see it only after its park
         }
         return reply;
+    }
+
+    /** Commands submitted from now on wake {@code thread} (the loop's), if it is parked idle. */
+    public void wakes(Thread thread) {
+        this.loop = thread;
     }
 
     public int size() {

@@ -148,6 +148,7 @@ public final class StepLoop implements AutoCloseable {
         @Override
         public void onStart() {
             try {
+                worker.runsOn(Thread.currentThread());
                 worker.open();
             } catch (RuntimeException | Error e) {
                 opened.completeExceptionally(e);

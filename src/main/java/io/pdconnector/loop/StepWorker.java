@@ -9,6 +9,13 @@ public interface StepWorker {
 
     String name();
 
+    /**
+     * The loop's thread, told before {@code open}: a worker hands it to its {@link CommandQueue}, so
+     * a command wakes a parked loop at once instead of after its park.
+     */
+    default void runsOn(Thread loop) {
+    }
+
     void open();
 
     /** One step; returns the units of work done, 0 when idle. */

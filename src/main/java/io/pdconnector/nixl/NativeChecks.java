@@ -25,6 +25,17 @@ final class NativeChecks {
         }
     }
 
+    /**
+     * As {@link #check(String, int)} for a call on a peer's handle, {@code call(peer)}: the label is
+     * built only on failure, as this runs for every READ and every poll.
+     */
+    static int check(String call, String peer, int rc) {
+        if (rc < 0) {
+            throw TransferException.of(call + "(" + peer + ")", rc);
+        }
+        return rc;
+    }
+
     /** Returns a non-negative status (some calls report progress with it); throws for a negative one. */
     static int check(String call, int rc) {
         if (rc < 0) {

@@ -45,7 +45,7 @@ final class NixlReads {
         MemorySegment notif = notification == null ? MemorySegment.NULL : scratch.bytes(notification);
         long notifLen = notification == null ? 0 : notification.length;
         MemorySegment out = scratch.out();
-        int rc = check("pdx_read_post(" + r.owner() + ")", native_.readPost(agent, l.handle(),
+        int rc = check("pdx_read_post", r.owner(), native_.readPost(agent, l.handle(),
                 scratch.localIndices(localIndices), r.handle(), scratch.remoteIndices(remoteIndices),
                 localIndices.length, notif, notifLen, out));
         NixlRead read = new NixlRead(r.owner(), localIndices.length, bytes, out.get(ValueLayout.ADDRESS, 0),
@@ -78,7 +78,7 @@ final class NixlReads {
         if (read.done) {
             return TransferStatus.DONE;
         }
-        int rc = check("pdx_xfer_status(" + read.remoteAgent() + ")", native_.xferStatus(agent, read.handle));
+        int rc = check("pdx_xfer_status", read.remoteAgent(), native_.xferStatus(agent, read.handle));
         read.done = rc == 0;
         return read.done ? TransferStatus.DONE : TransferStatus.IN_PROGRESS;
     }
@@ -89,7 +89,7 @@ final class NixlReads {
      */
     void release(ReadRequest request) {
         NixlRead read = handles.read(request);
-        check("pdx_xfer_release(" + read.remoteAgent() + ")", native_.xferRelease(agent, read.handle));
+        check("pdx_xfer_release", read.remoteAgent(), native_.xferRelease(agent, read.handle));
         handles.takeRead(request);
     }
 }

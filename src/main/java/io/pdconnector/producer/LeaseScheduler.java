@@ -88,6 +88,11 @@ public final class LeaseScheduler implements StepWorker {
 
     /** All ranks or none: a rank that fails to open closes those opened before it. */
     @Override
+    public void runsOn(Thread loop) {
+        commands.wakes(loop);
+    }
+
+    @Override
     public void open() {
         ProducerConfig config = state.config;
         state.nonces = new NonceSource(config.stateDir());

@@ -47,9 +47,14 @@ public record KvTransferParams(
         return remoteLeaseSlot != null && remoteLeaseNonce != null;
     }
 
-    /** The block ids of the one KV-cache group this connector moves. */
+    /** The block ids of the one KV-cache group this connector moves (a new array; callers keep it). */
     public int[] blockIds() {
-        return remoteBlockIds.getFirst().stream().mapToInt(Integer::intValue).toArray();
+        List<Integer> group = remoteBlockIds.getFirst();
+        int[] ids = new int[group.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = group.get(i);
+        }
+        return ids;
     }
 
     /**

@@ -255,7 +255,7 @@ class EngineIntegrationQuarkusTest {
         List<Integer> tokenIds = IntStream.range(0, tokens).map(i -> (i * 131 + 7) % 1000).boxed().toList();
         given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", id, "token_ids", tokenIds, "kv_transfer_params", params))
-                .post("/v1/consumer/pull").then().statusCode(200)
+                .post("/v1/consumer/pull?matches_reference=true").then().statusCode(200)
                 .body("state", equalTo("received"))
                 .body("matches_reference", equalTo(false));
         given().get("/v1/consumer/requests/" + id).then().statusCode(200)

@@ -3,8 +3,11 @@ package io.pdconnector.api;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.greaterThan;
+import static org.hamcrest.Matchers.hasKey;
 import static org.hamcrest.Matchers.hasSize;
+import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.notNullValue;
+import static org.hamcrest.Matchers.startsWith;
 
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
@@ -37,7 +40,9 @@ class PrefillPullQuarkusTest {
                 .post("/v1/consumer/pull")
                 .then().statusCode(200)
                 .body("state", equalTo("received"))
-                .body("bytes", greaterThan(0));
+                .body("bytes", greaterThan(0))
+                .body("kv_checksum", startsWith("crc32c:"))
+                .body("$", not(hasKey("matches_reference"))); // asked for with ?matches_reference=true
 
         given().delete("/v1/consumer/requests/q-1").then().statusCode(204);
     }

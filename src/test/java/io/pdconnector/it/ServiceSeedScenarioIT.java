@@ -312,7 +312,7 @@ class ServiceSeedScenarioIT {
     /** POST /v1/consumer/pull with P's params exactly as P returned them; the body of the expected status. */
     private static JsonNode pull(ServiceProcess d, String id, int[] tokens, JsonNode params, int status)
             throws Exception {
-        Reply r = d.post("/v1/consumer/pull", Map.of("request_id", id, "token_ids", tokens,
+        Reply r = d.post("/v1/consumer/pull?matches_reference=true", Map.of("request_id", id, "token_ids", tokens,
                 "kv_transfer_params", params));
         JsonNode body = r.json();
         ANSWERED.get(d).merge(r.status() == 409 ? "declined" : body.path("state").asText(), 1, Integer::sum);

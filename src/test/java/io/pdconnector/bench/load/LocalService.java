@@ -49,6 +49,7 @@ public final class LocalService implements AutoCloseable {
         all.putAll(settings);
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx1g"));
+        cmd.addAll(extraJvmOptions(name, logDir));
         all.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.addAll(List.of("-jar", jar.toString()));
         Files.createDirectories(logDir);
@@ -57,6 +58,23 @@ public final class LocalService implements AutoCloseable {
         Process process = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         return new LocalService(name, URI.create("http://127.0.0.1:" + port), log, process);
+    }
+
+    /**
+     * {@code -Dpd.load.service-jvm-options="..."}: extra JVM options for every started service, space
+     * separated, {@code {name}} and {@code {dir}} replaced by the service's name and log directory (a
+     * JFR recording per service: {@code -XX:StartFlightRecording=filename={dir}/{name}.jfr,settings=profile}).
+     */
+    static List<String> extraJvmOptions(String name, Path logDir) {
+        String options = System.getProperty("pd.load.service-jvm-options", "").strip();
+        if (options.isEmpty()) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        for (String o : options.split("\\s+")) {
+            out.add(o.replace("{name}", name).replace("{dir}", logDir.toAbsolutePath().toString()));
+        }
+        return out;
     }
 
     public int port() {

@@ -1,0 +1,109 @@
+package io.pdconnector.consumer;
+
+import io.pdconnector.reference.ReferenceEngine;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
+
+/**
+ * A decided pull's KV where it sits, in D's local blocks, for a caller's thread to read (the pull
+ * reply's CRC-32C and reference check), so that reading it costs the step loop nothing. The order is
+ * {@link KvReadout}'s: block by block, each rank's slice in rank order.
+ *
+ * <p>A reader {@link #pin}s it first and {@link #unpin}s it when done. The loop frees the blocks only
+ * once it has {@link #retire}d it, which succeeds only while no reader holds a pin; until then the blocks
+ * wait in {@link PinnedBlocks}. A pin taken after the retirement fails: the pull was released meanwhile.
+ */
+public final class PulledKv {
+
+    private static final int RETIRED = -1;
+
+    private final List<MemorySegment> ranks;
+    private final int[] blocks;
+    private final int[] tokens;
+    private final long rankBlockBytes;
+    private final int tp;
+    /** Readers holding a pin, or {@link #RETIRED} once the loop has let the blocks go. */
+    private final AtomicInteger pins = new AtomicInteger();
+
+    PulledKv(List<MemorySegment> ranks, int[] blocks, int[] tokens, long rankBlockBytes) {
+        this.ranks = List.copyOf(ranks);
+        this.blocks = blocks.clone();
+        this.tokens = tokens;
+        this.rankBlockBytes = rankBlockBytes;
+        this.tp = ranks.size();
+    }
+
+    /** True if the KV can be read until {@link #unpin}; false once the pull was released. */
+    public boolean pin() {
+        for (int n; (n = pins.get()) != RETIRED;) {
+            if (pins.compareAndSet(n, n + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Ends a successful {@link #pin}: the loop may free the blocks from its next step on. */
+    public void unpin() {
+        if (pins.getAndDecrement() <= 0) {
+            pins.incrementAndGet();
+            throw new IllegalStateException("unpin without a pin");
+        }
+    }
+
+    /** Loop thread: true if no reader holds a pin, and then none ever will; the blocks may be freed. */
+    boolean retire() {
+        return pins.get() == RETIRED || pins.compareAndSet(0, RETIRED);
+    }
+
+    /** Bytes in all: blocks × ranks × one rank's slice of a block. */
+    public long bytes() {
+        return (long) blocks.length * tp * rankBlockBytes;
+    }
+
+    /** CRC-32C of the bytes {@code GET .../kv} returns, read in place (Java's CRC32C is an intrinsic). */
+    public long crc32c() {
+        requirePinned();
+        CRC32C crc = new CRC32C();
+        for (int block : blocks) {
+            for (MemorySegment rank : ranks) {
+                crc.update(rank.asSlice(block * rankBlockBytes, rankBlockBytes).asByteBuffer());
+            }
+        }
+        return crc.getValue();
+    }
+
+    /** Whether the blocks hold exactly {@code reference}'s KV of the pull's prompt, on every rank. */
+    public boolean matches(ReferenceEngine reference) {
+        requirePinned();
+        for (int r = 0; r < tp; r++) {
+            if (!reference.matches(ranks.get(r), blocks, tokens, tp, r)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A copy of the bytes, in {@link KvReadout}'s order. */
+    public byte[] copy() {
+        requirePinned();
+        byte[] out = new byte[Math.toIntExact(bytes())];
+        int at = 0;
+        for (int block : blocks) {
+            for (MemorySegment rank : ranks) {
+                MemorySegment.copy(rank, ValueLayout.JAVA_BYTE, block * rankBlockBytes, out, at, (int) rankBlockBytes);
+                at += (int) rankBlockBytes;
+            }
+        }
+        return out;
+    }
+
+    private void requirePinned() {
+        if (pins.get() <= 0) {
+            throw new IllegalStateException("read the pulled KV only between pin() and unpin()");
+        }
+    }
+}

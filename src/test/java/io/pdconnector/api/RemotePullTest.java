@@ -1,0 +1,80 @@
+package io.pdconnector.api;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.consumer.ConsumerFacade;
+import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.controlplane.EmbeddedStore;
+import io.pdconnector.controlplane.InstanceRecord;
+import io.pdconnector.controlplane.Registry;
+import io.pdconnector.controlplane.RegistryCounters;
+import io.pdconnector.error.UnavailableException;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.ProducerIncarnation;
+import io.pdconnector.testing.Cluster;
+import io.pdconnector.testing.ManualClock;
+import io.smallrye.mutiny.Uni;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 13: the pull endpoint waits for D's loop without a thread ({@link RemotePull#pullAsync}), yet
+ * keeps the deadline the blocking wait had: a loop that does not answer within
+ * {@code pd.http.request-deadline} gives the caller a 503, and the pull is cancelled, so the loop aborts it.
+ */
+class RemotePullTest {
+
+    private final Cluster cluster = new Cluster();
+    private final RegistryCounters counters = new RegistryCounters();
+    private final Registry registry = new Registry(new EmbeddedStore(counters), instance("d", false), Duration.ofSeconds(1),
+            counters, new ManualClock());
+
+    @AfterEach
+    void close() {
+        registry.close();
+        cluster.close();
+    }
+
+    @Test
+    void aLoopThatDoesNotAnswerInTimeIsA503AndThePullIsCancelled() {
+        registry.start();
+        registry.upsert(instance("p", true));
+        // a loop that is never stepped: the command waits in its queue
+        PullScheduler loop = new PullScheduler(cluster.consumerConfig("d").build(), cluster.transferEngine(),
+                cluster.registry, cluster.clock);
+        ConsumerFacade consumer = new ConsumerFacade(loop, Duration.ofMillis(100));
+        AtomicReference<Future<?>> submitted = new AtomicReference<>();
+
+        Uni<PullOutcome> pull = RemotePull.pullAsync(registry, consumer, "r1", new int[] {1, 2, 3, 4}, params(),
+                submitted::set, Runnable::run);
+
+        UnavailableException e = assertThrows(UnavailableException.class,
+                () -> pull.await().atMost(Duration.ofSeconds(10)));
+        assertTrue(e.deadlineExceeded(), e.getMessage());
+        assertTrue(submitted.get().isCancelled(), "cancelled, so the loop aborts it when it gets to it");
+    }
+
+    private static KvTransferParams params() {
+        return KvTransferParams.fromMap(Map.of("do_remote_prefill", true, "do_remote_decode", false,
+                "remote_engine_id", "p", "remote_request_id", "r1", "remote_block_ids", List.of(List.of(0)),
+                "remote_host", "127.0.0.1", "remote_port", 9000, "tp_size", 1, "remote_num_tokens", 4,
+                "transfer_mode", "pull"));
+    }
+
+    private static InstanceRecord instance(String engineId, boolean producer) {
+        List<HandshakeMetadata> ranks = producer ? List.of(new HandshakeMetadata(engineId, 0, 1,
+                ProducerIncarnation.agentName(engineId, 0), new byte[] {1}, 4096, 1 << 20, ModelGeometry.DEFAULT, "HND",
+                4, 8192, 8, HandshakeMetadata.CONNECTOR_VERSION, "hash")) : List.of();
+        return new InstanceRecord(engineId, producer ? "producer" : "consumer", "127.0.0.1", producer ? 9000 : 8000, 1,
+                "e1", HandshakeMetadata.CONNECTOR_VERSION, "hash", ranks, null, true, 0);
+    }
+}
