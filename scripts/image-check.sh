@@ -70,7 +70,7 @@ fi
 
 image=localhost/pd-connector:image-check
 buildah "${store[@]}" bud --quiet --isolation chroot --pull-never -f Dockerfile.jvm \
-  --build-arg BASE_IMAGE="$base" --build-arg NIXL_DIR="$nixl_dir" -t "$image" . >/dev/null
+  --ignorefile Dockerfile.jvm.dockerignore --build-arg BASE_IMAGE="$base" --build-arg NIXL_DIR="$nixl_dir" -t "$image" . >/dev/null
 size=$(buildah "${store[@]}" images --format '{{.Size}}' "$image" | head -1)
 step "built $image from Dockerfile.jvm: $size (base $(buildah "${store[@]}" images --format '{{.Size}}' "$base" | head -1))"
 

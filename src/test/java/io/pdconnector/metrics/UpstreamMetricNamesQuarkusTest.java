@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.quarkus.test.junit.QuarkusTest;
-import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,15 +23,8 @@ import org.junit.jupiter.api.Test;
  * {@code nixl_} family than the project's own listed beside it: a dashboard built for vLLM works unchanged.
  */
 @QuarkusTest
-@TestProfile(UpstreamMetricNamesQuarkusTest.VllmPrefix.class)
+@TestProfile(VllmPrefixProfile.class)
 class UpstreamMetricNamesQuarkusTest {
-
-    public static class VllmPrefix implements QuarkusTestProfile {
-        @Override
-        public Map<String, String> getConfigOverrides() {
-            return Map.of("pd.metrics.prefix", "vllm:");
-        }
-    }
 
     private static final Pattern ROW = Pattern.compile("(?m)^\\s*\\| `([^`]+)` \\| (\\w+) \\|");
     private static final Pattern TYPE = Pattern.compile("(?m)^# TYPE (\\S+) (\\w+)$");
