@@ -26,7 +26,7 @@ public final class TokenTable {
     static final Pattern TOKEN68 = Pattern.compile("[A-Za-z0-9._~+/-]+=*");
     /** Shorter tokens can be guessed; {@code openssl rand -hex 32} gives 64 characters. */
     static final int MIN_LENGTH = 16;
-    /** k8s/auth-secret.yaml ships placeholders starting with this; one left in place must not become a token. */
+    /** k8s/base/auth-secret.yaml ships placeholders starting with this; one left in place must not become a token. */
     static final String PLACEHOLDER = "change-me";
 
     private final boolean enabled;
@@ -85,7 +85,7 @@ public final class TokenTable {
             return "has characters a bearer token cannot carry (allowed: letters, digits, . _ ~ + / - and trailing =)";
         }
         if (token.regionMatches(true, 0, PLACEHOLDER, 0, PLACEHOLDER.length())) {
-            return "is still the placeholder of k8s/auth-secret.yaml";
+            return "is still the placeholder of k8s/base/auth-secret.yaml";
         }
         return null;
     }

@@ -16,11 +16,14 @@ import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.producer.LeaseObserver;
 import io.pdconnector.producer.ProducerCounters;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToDoubleFunction;
+import java.util.stream.IntStream;
 
 /**
  * Prometheus metrics. Meters are built once; the loops' counters and gauges are read at scrape time,
@@ -30,6 +33,17 @@ import java.util.function.ToDoubleFunction;
  */
 @ApplicationScoped
 public class ConnectorMetrics implements LeaseObserver, PullObserver {
+
+    /** vLLM 0.32's buckets ({@code NixlPromMetrics}), so upstream dashboards' quantiles read the same. */
+    private static final double[] UPSTREAM_POST_SECONDS =
+            {0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0};
+    private static final double[] UPSTREAM_XFER_SECONDS =
+            Arrays.copyOfRange(UPSTREAM_POST_SECONDS, 1, UPSTREAM_POST_SECONDS.length);
+    /** 2 KiB to 8 GiB, each bucket four times the last. */
+    private static final double[] UPSTREAM_BYTES = IntStream.iterate(1, i -> i < 25, i -> i + 2)
+            .mapToDouble(i -> Math.pow(2, 10 + i)).toArray();
+    private static final double[] UPSTREAM_DESCRIPTORS =
+            {10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000};
 
     private final MeterRegistry registry;
     private final String upstream;
@@ -46,13 +60,14 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         this.registry = registry;
         this.upstream = config.metrics().prefix().equals("none") ? "" : config.metrics().prefix();
         xferTime = Timer.builder(upstream + "nixl_xfer_time").description("Block READ time, post to completion")
-                .publishPercentileHistogram().register(registry);
+                .serviceLevelObjectives(seconds(UPSTREAM_XFER_SECONDS)).register(registry);
         postTime = Timer.builder(upstream + "nixl_post_time").description("Time spent in the post call of a block READ")
-                .publishPercentileHistogram().register(registry);
+                .serviceLevelObjectives(seconds(UPSTREAM_POST_SECONDS)).register(registry);
         bytesTransferred = DistributionSummary.builder(upstream + "nixl_bytes_transferred")
-                .description("Bytes per block READ").register(registry);
+                .description("Bytes per block READ").serviceLevelObjectives(UPSTREAM_BYTES).register(registry);
         descriptors = DistributionSummary.builder(upstream + "nixl_num_descriptors")
-                .description("Descriptors per block READ").register(registry);
+                .description("Descriptors per block READ").serviceLevelObjectives(UPSTREAM_DESCRIPTORS)
+                .register(registry);
         failedTransfers = Counter.builder(upstream + "nixl_num_failed_transfers").description("Block READs that failed")
                 .register(registry);
         leaseDuration = Timer.builder("pd_lease_duration").description("How long P held a lease, export to release")
@@ -64,6 +79,10 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         steps = Map.of("producer", stepTimer("producer"), "consumer", stepTimer("consumer"));
     }
 
+    private static Duration[] seconds(double[] buckets) {
+        return Arrays.stream(buckets).mapToObj(s -> Duration.ofNanos(Math.round(s * 1e9))).toArray(Duration[]::new);
+    }
+
     private Timer stepTimer(String loop) {
         return Timer.builder("pd_step_duration").tag("loop", loop).description("Duration of steps that did work")
                 .publishPercentileHistogram().register(registry);
@@ -71,6 +90,9 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
 
     public void bindProducer(ProducerCounters c, LoopGauges g) {
         counter(upstream + "nixl_num_kv_expired_reqs", "Leases that expired unread", c.leasesExpired);
+        counter(upstream + "nixl_num_notifications_after_expiry", "Read notifications naming a lease P no longer"
+                + " holds (expired, aborted, or its id taken by a later attempt): the reader may have read blocks"
+                + " already reused; one per notification", c.notificationsAfterExpiry);
         counter("pd_leases_max_lifetime", "Expired leases whose heartbeats asked for more than pd.lease.max-lifetime"
                 + " (also counted as expired)", c.leasesAtMaxLifetime);
         FunctionCounter.builder("pd_notifications_refused", c.notificationsRefusedNonce, AtomicLong::doubleValue)

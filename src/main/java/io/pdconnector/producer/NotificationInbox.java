@@ -8,7 +8,8 @@ import io.pdconnector.transfer.NotificationSink;
  * request ids are no secret; the nonce is, so it is what a notification is believed by. Heartbeats
  * extend live leases only (L8), and only with the lease's nonce (L12). A read notification counts
  * only against the exported lease it names and with its nonce (L6, L11): a late reader of an
- * earlier attempt with the same request id is ignored and counted stale, one without a nonce is
+ * earlier attempt with the same request id is ignored and counted stale (and, as its lease is gone,
+ * after expiry, as vLLM counts a reader that finished after P let go), one without a nonce is
  * refused unless the lease has no slot (and so no nonce), and one claiming more readers than any TP
  * mapping gives a rank is refused. Each distinct sender counts once, so a duplicated message cannot
  * stand in for a second reader. What the engine dropped unread (over
@@ -74,8 +75,14 @@ final class NotificationInbox {
         Lease lease = state.leases.find(read.requestId());
         if (!isCurrent(lease, read)) {
             boolean unsigned = lease != null && lease.hasSlot() && read.nonce() == LeaseNotification.NO_NONCE;
-            (unsigned ? state.counters.notificationsRefusedNonce : state.counters.staleNotifications)
-                    .incrementAndGet();
+            if (unsigned) {
+                state.counters.notificationsRefusedNonce.incrementAndGet();
+                return;
+            }
+            state.counters.staleNotifications.incrementAndGet();
+            if (lease == null || lease.nonce() != read.nonce()) {
+                state.counters.notificationsAfterExpiry.incrementAndGet();
+            }
             return;
         }
         if (read.consumers() > maxConsumers) {

@@ -15,6 +15,11 @@ public final class ProducerCounters {
     public final AtomicLong reservationsAbandoned = new AtomicLong();
     public final AtomicLong leasesReleasedByReaders = new AtomicLong();
     public final AtomicLong staleNotifications = new AtomicLong();
+    /**
+     * Read notifications naming a lease P no longer holds (expired, aborted, or its id taken by a later
+     * attempt): vLLM's {@code nixl_num_notifications_after_expiry}, per notification. Also counted stale.
+     */
+    public final AtomicLong notificationsAfterExpiry = new AtomicLong();
     public final AtomicLong duplicateNotifications = new AtomicLong();
     public final AtomicLong malformedNotifications = new AtomicLong();
     /**

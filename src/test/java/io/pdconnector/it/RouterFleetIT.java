@@ -428,4 +428,20 @@ class RouterFleetIT {
                 (System.nanoTime() - killed) / 1e9, retried, TTL.toSeconds()));
         assertFalse(FLEET.get("p1").isAlive());
     }
+
+    /** The router panels of k8s/monitoring/dashboard.json (DashboardMetricsQuarkusTest holds the others). */
+    @Test
+    @Order(7)
+    void everyRouterMetricTheDashboardQueriesIsExportedByTheRouter() throws Exception {
+        String metrics = router.get("/q/metrics").text();
+        List<String> missing = new ArrayList<>();
+        for (String name : io.pdconnector.deploy.Dashboard.metricNames()) {
+            if (name.startsWith("pd_router_")
+                    && !java.util.regex.Pattern.compile("(?m)^" + java.util.regex.Pattern.quote(name) + "[ {]")
+                            .matcher(metrics).find()) {
+                missing.add(name);
+            }
+        }
+        assertEquals(List.of(), missing, "router metrics the dashboard queries that the router's /q/metrics lacks");
+    }
 }

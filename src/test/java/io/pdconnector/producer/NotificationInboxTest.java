@@ -46,4 +46,38 @@ class NotificationInboxTest {
         assertEquals(1, p.counters().leasesReleasedByReaders.get());
         cluster.assertNoLeak();
     }
+
+    /**
+     * vLLM's {@code nixl_num_notifications_after_expiry}: a read notification naming a lease P no longer
+     * holds (expired, or its id now held by a later attempt) is counted once per notification; one for a
+     * live lease, or refused for want of its nonce, is not.
+     */
+    @Test
+    void readNotificationsForALeaseAlreadyGoneAreCountedAfterExpiry() {
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
+        KvTransferParams expired = cluster.prefill(p, "gone", prompt(1, 10));
+        cluster.lapseAll();
+        KvTransferParams earlier = cluster.prefill(p, "reused", prompt(2, 10));
+        cluster.lapseAll();
+        KvTransferParams later = cluster.prefill(p, "reused", prompt(3, 10));
+        KvTransferParams live = cluster.prefill(p, "live", prompt(4, 10));
+        RawPeer reader = cluster.rawPeer("reader", "p");
+
+        reader.send(0, "gone:1:" + expired.remoteLeaseNonce());
+        reader.send(0, "gone:1:" + expired.remoteLeaseNonce());
+        reader.send(0, "reused:1:" + earlier.remoteLeaseNonce());
+        reader.send(0, "live:1");
+        cluster.steps(2);
+
+        assertEquals(3, p.counters().notificationsAfterExpiry.get(),
+                "twice for the expired lease, once for the earlier attempt of a reused id");
+        assertEquals(1, p.counters().notificationsRefusedNonce.get(), "the unsigned one was refused instead");
+        reader.send(0, "live:1:" + live.remoteLeaseNonce());
+        reader.send(0, "reused:1:" + later.remoteLeaseNonce());
+        cluster.steps(2);
+        assertEquals(3, p.counters().notificationsAfterExpiry.get(), "a live lease's own readers are not counted");
+        assertNull(p.lease("live"));
+        assertNull(p.lease("reused"));
+        cluster.assertNoLeak();
+    }
 }

@@ -1,0 +1,209 @@
+package io.pdconnector.deploy;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.pdconnector.config.PdConfig;
+import io.quarkus.runtime.configuration.DurationConverter;
+import io.quarkus.runtime.configuration.MemorySize;
+import io.quarkus.runtime.configuration.MemorySizeConverter;
+import io.quarkus.test.junit.QuarkusTest;
+import io.smallrye.config.ConfigMappings;
+import io.smallrye.config.PropertiesConfigSource;
+import io.smallrye.config.SmallRyeConfig;
+import io.smallrye.config.SmallRyeConfigBuilder;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * The Kubernetes overlays as kustomize builds them ({@code scripts/deploy-check.sh} writes them to
+ * {@code target/k8s/<overlay>.yaml}, then runs this test; the default test run excludes it, as it needs
+ * those files) held to the application: every environment key and ConfigMap key is a {@code PdConfig} key
+ * whose value converts, the probes and the scrape path answer on this service, the container port is
+ * {@code quarkus.http.port}, and each pod's memory is what README "Sizing" computes from its configuration.
+ */
+@QuarkusTest
+class K8sManifestsQuarkusTest {
+
+    /** Keys a pod may carry that are not pd.* keys: the JVM's options (Dockerfile.jvm's entrypoint). */
+    private static final Set<String> OTHER_KEYS = Set.of("JAVA_OPTS");
+    /** README "Sizing": what a JVM needs beyond its heap (metaspace, code, threads, NIXL, UCX). */
+    static final long NON_HEAP_MIB = 384;
+    private static final long MIB = 1 << 20;
+
+    @ConfigProperty(name = "quarkus.http.port")
+    int httpPort;
+
+    @TestFactory
+    Stream<DynamicTest> everyOverlay() throws IOException {
+        Path dir = Path.of(System.getProperty("deploy.k8s.manifests", "target/k8s"));
+        List<Path> overlays;
+        try (Stream<Path> files = Files.list(dir)) {
+            overlays = files.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
+        }
+        assertFalse(overlays.isEmpty(), "kustomize output in " + dir + " (scripts/deploy-check.sh writes it)");
+        return overlays.stream().map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), () -> check(p)));
+    }
+
+    private void check(Path overlay) throws IOException {
+        List<JsonNode> docs = new ArrayList<>();
+        try (var it = new YAMLMapper().readerFor(JsonNode.class).readValues(overlay.toFile())) {
+            while (it.hasNext()) {
+                docs.add((JsonNode) it.next());
+            }
+        }
+        Map<String, String> envNames = pdEnvNames();
+        Map<String, String> shared = new HashMap<>();
+        docs.stream().filter(d -> kind(d, "ConfigMap") && name(d).equals("pd-connector"))
+                .forEach(d -> d.path("data").properties().forEach(e -> shared.put(e.getKey(), e.getValue().asText())));
+        assertFalse(shared.isEmpty(), "the pd-connector ConfigMap");
+        int pods = 0;
+        for (JsonNode d : docs) {
+            if (!kind(d, "Deployment")) {
+                continue;
+            }
+            for (JsonNode c : d.at("/spec/template/spec/containers")) {
+                if (c.path("image").asText().startsWith("pd-connector")) {
+                    checkPod(name(d), d.at("/spec/template/spec"), c, shared, envNames);
+                    pods++;
+                }
+            }
+        }
+        assertTrue(pods >= 2, "prefill and decode Deployments in " + overlay);
+        docs.stream().filter(d -> kind(d, "ServiceMonitor")).flatMap(d -> stream(d.at("/spec/endpoints")))
+                .forEach(e -> given().get(e.path("path").asText()).then().statusCode(200));
+    }
+
+    private void checkPod(String name, JsonNode spec, JsonNode c, Map<String, String> shared,
+            Map<String, String> envNames) {
+        Map<String, String> env = new HashMap<>(shared);
+        for (JsonNode e : c.path("env")) {
+            env.put(e.path("name").asText(), e.has("value") ? e.path("value").asText() : "from-" + name);
+        }
+        for (String key : env.keySet()) {
+            assertTrue(envNames.containsKey(key) || OTHER_KEYS.contains(key) || key.startsWith("PD_AUTH_TOKENS_"),
+                    name + ": " + key + " is no key of PdConfig (README \"Configuration\")");
+        }
+        PdConfig config = convert(env, envNames, name);
+
+        int port = -1;
+        for (JsonNode p : c.path("ports")) {
+            if (p.path("name").asText().equals("http")) {
+                port = p.path("containerPort").asInt();
+            }
+        }
+        assertEquals(httpPort == 0 ? 8080 : port, port, name + ": the http containerPort is quarkus.http.port");
+        assertEquals(String.valueOf(port), env.get("PD_ADVERTISED_PORT"), name + ": advertises the port it serves");
+        Map<String, String> probes = Map.of("startupProbe", "/q/health/started", "livenessProbe", "/q/health/live",
+                "readinessProbe", "/q/health/ready");
+        probes.forEach((probe, path) -> {
+            JsonNode get = c.at("/" + probe + "/httpGet");
+            assertEquals(path, get.path("path").asText(), name + ": " + probe);
+            assertEquals("http", get.path("port").asText(), name + ": " + probe + " port");
+            given().get(path).then().statusCode(200);
+        });
+
+        long heapMib = heapMib(env.get("JAVA_OPTS"), name);
+        long kvBytes = config.role() == PdConfig.Role.router ? 0 : kvBytes(config);
+        long expectedMib = ceilMib(kvBytes) + heapMib + NON_HEAP_MIB;
+        assertEquals(expectedMib + "Mi", c.at("/resources/limits/memory").asText(),
+                name + ": memory limit = KV and slots + heap + " + NON_HEAP_MIB + " MiB (README \"Sizing\")");
+        assertEquals(c.at("/resources/limits/memory").asText(), c.at("/resources/requests/memory").asText(),
+                name + ": requests = limits");
+        if (config.role() == PdConfig.Role.producer) {
+            for (JsonNode v : spec.path("volumes")) {
+                if (v.path("name").asText().equals("shm")) {
+                    assertTrue(mib(v.at("/emptyDir/sizeLimit").asText()) * MIB >= kvBytes,
+                            name + ": /dev/shm holds P's KV files");
+                }
+            }
+        }
+    }
+
+    /** KV region and lease slots of every rank: blocks x block bytes, and (blocks + max seqs) x 8 bytes. */
+    static long kvBytes(PdConfig c) {
+        long headsPerRank = Math.max(1, c.model().kvHeads() / c.tpSize());
+        long blockBytes = (long) c.model().layers() * 2 * headsPerRank * c.model().headDim()
+                * c.model().blockTokens() * c.model().dtypeBytes();
+        long slots = c.lease().slots() > 0 ? c.lease().slots() : c.kv().numBlocks() + c.kv().maxNumSeqs();
+        return c.tpSize() * (c.kv().numBlocks() * blockBytes + slots * 8L);
+    }
+
+    private static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {
+        Map<String, String> props = new HashMap<>();
+        env.forEach((k, v) -> {
+            if (envNames.containsKey(k)) {
+                props.put(envNames.get(k), v);
+            }
+        });
+        try {
+            // The converters Quarkus adds for "30s" and "4M" (the application's own syntax).
+            SmallRyeConfig config = new SmallRyeConfigBuilder().withSources(new PropertiesConfigSource(props, "k8s", 500))
+                    .withConverter(Duration.class, 200, new DurationConverter())
+                    .withConverter(MemorySize.class, 200, new MemorySizeConverter())
+                    .withMapping(PdConfig.class).build();
+            return config.getConfigMapping(PdConfig.class);
+        } catch (RuntimeException e) {
+            fail(pod + ": its settings do not convert: " + e.getMessage());
+            return null;
+        }
+    }
+
+    /** PD_LEASE_DURATION -> pd.lease.duration, for every key of the one @ConfigMapping root. */
+    static Map<String, String> pdEnvNames() {
+        Map<String, String> names = new HashMap<>();
+        for (String property : ConfigMappings.getProperties(ConfigMappings.ConfigClass.configClass(PdConfig.class, "pd"))
+                .keySet()) {
+            names.put(property.replaceAll("[^A-Za-z0-9]", "_").toUpperCase(), property);
+        }
+        return names;
+    }
+
+    private static long heapMib(String javaOpts, String pod) {
+        Matcher m = Pattern.compile("-Xmx(\\d+)([mMgG])").matcher(javaOpts == null ? "" : javaOpts);
+        assertTrue(m.find(), pod + ": JAVA_OPTS bounds the heap with -Xmx (README \"Sizing\")");
+        return Long.parseLong(m.group(1)) * (m.group(2).equalsIgnoreCase("g") ? 1024 : 1);
+    }
+
+    private static long mib(String quantity) {
+        Matcher m = Pattern.compile("(\\d+)(Mi|Gi)").matcher(quantity);
+        assertTrue(m.matches(), "a quantity in Mi or Gi: " + quantity);
+        return Long.parseLong(m.group(1)) * (m.group(2).equals("Gi") ? 1024 : 1);
+    }
+
+    private static long ceilMib(long bytes) {
+        return (bytes + MIB - 1) / MIB;
+    }
+
+    private static boolean kind(JsonNode d, String kind) {
+        return d != null && kind.equals(d.path("kind").asText());
+    }
+
+    private static String name(JsonNode d) {
+        return d.at("/metadata/name").asText();
+    }
+
+    private static Stream<JsonNode> stream(JsonNode array) {
+        List<JsonNode> list = new ArrayList<>();
+        array.forEach(list::add);
+        return list.stream();
+    }
+}
