@@ -172,6 +172,7 @@ def _read_body(resp: http.client.HTTPResponse) -> bytearray:
         if not n:
             raise http.client.IncompleteRead(bytes(buf[:got]), len(buf) - got)
         got += n
+    resp.read()  # at the end of the body: marks the response done, so the connection takes the next request
     return buf
 
 
