@@ -3,12 +3,18 @@
 vLLM's CPU attention backend keeps one tensor per attention layer, shape
 ``(num_blocks, kv_heads, block_size, 2 * head_dim)``, read (cpu_attn.py) as
 ``view(num_blocks, kv_heads, 2 * block_size, head_dim).chunk(2, dim=2)``: inside a block, each head
-holds its K plane ``[token][dim]`` and then its V plane. So a vLLM block of one layer is
-``[head][k|v][token][dim]``.
+holds its K plane and then its V plane, ``block_size * head_dim`` elements each. So a vLLM block of
+one layer is ``[head][k|v][plane]``.
 
 pd-connector's block (one rank) holds every layer: ``[layer][k|v][head][token][dim]``
-(docs/engine-integration.md). A copy gathers the block from every layer's tensor and swaps the
-head and k|v axes.
+(docs/engine-integration.md). A copy gathers the block from every layer's tensor and swaps the head
+and k|v axes; each plane moves as it is.
+
+The order *inside* a plane is the attention kernel's own: the CPU kernel packs it per ISA (with AMX,
+one token's dims are spread over the plane, not in row ``token``), so the plugin never reads or
+writes single tokens of a plane. That is why the token slots past the prompt in the last block go
+out as vLLM holds them, as with vLLM's NIXL connector, and why P and D must run the same attention
+backend and ISA (the start-up check cannot see the ISA).
 """
 
 from __future__ import annotations
@@ -125,12 +131,6 @@ def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: l
             n_blocks, heads, tokens, two_dim = t.shape
             dst = t[vb].view(heads, 2, tokens, two_dim // 2)
             dst.copy_(src[b, l].permute(1, 0, 2, 3))
-
-
-def zero_tail(dst: torch.Tensor, pd_block: int, from_token: int) -> None:
-    """Zeroes token slots ``from_token..`` of one pd block: nothing of another request goes out."""
-    if from_token < dst.shape[4]:
-        dst[pd_block, :, :, :, from_token:].zero_()
 
 
 class KvFiles:

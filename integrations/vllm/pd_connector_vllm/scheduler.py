@@ -15,7 +15,7 @@ from .client import PdClient, PdError
 from .params import params_for_pull, pd_request_id, wants_remote_decode, wants_remote_prefill
 from .specs import LoadSpec, SaveSpec, StepPlan
 
-log = logging.getLogger("pd_connector_vllm")
+log = logging.getLogger("vllm.pd_connector")
 
 # vLLM's RequestStatus names of a request that ended normally (its prefill ran to the end).
 FINISHED_NORMALLY = ("FINISHED_STOPPED", "FINISHED_LENGTH_CAPPED")

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import torch
 
 from .client import PdClient, PdError
-from .layout import KvFiles, PdGeometry, check_geometry, order_layers, read_pd_blocks, write_pd_blocks, zero_tail
+from .layout import KvFiles, PdGeometry, check_geometry, order_layers, read_pd_blocks, write_pd_blocks
 from .specs import LoadSpec, SaveSpec
 
-log = logging.getLogger("pd_connector_vllm")
+log = logging.getLogger("vllm.pd_connector")
 
 
 @dataclass
@@ -76,8 +76,9 @@ class PdWorker:
         start = _now()
         dst = self._files.blocks(path, region_bytes, g, self._layers[0].dtype)
         write_pd_blocks(self._layers, spec.vllm_blocks, dst, spec.pd_blocks)
-        zero_tail(dst, spec.pd_blocks[-1], spec.num_tokens - (len(spec.pd_blocks) - 1) * g.block_tokens)
         self.copy_seconds += _now() - start
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("P saved %s: vLLM blocks %s -> pd blocks %s", spec.request_id, spec.vllm_blocks, spec.pd_blocks)
 
     # ---- D ------------------------------------------------------------------------------------
 
@@ -131,6 +132,9 @@ class PdWorker:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}"
         read_pd_blocks(src[spec.first_pd_block:end], self._layers, spec.vllm_blocks)
         self.copy_seconds += _now() - start
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("D loaded %s: pd blocks %d..%d -> vLLM blocks %s", spec.request_id, spec.first_pd_block, end - 1,
+                      spec.vllm_blocks)
         return None
 
     def _release_only(self, spec: LoadSpec) -> None:

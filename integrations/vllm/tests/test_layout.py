@@ -15,7 +15,6 @@ from pd_connector_vllm.layout import (
     order_layers,
     read_pd_blocks,
     write_pd_blocks,
-    zero_tail,
 )
 
 LAYERS, HEADS, TOKENS, DIM, VLLM_BLOCKS = 3, 2, 8, 4, 6
@@ -76,12 +75,6 @@ def test_pd_blocks_read_back_into_other_vllm_blocks_equal_the_originals_and_touc
     for s, d in zip(src_layers, dst_layers):
         assert torch.equal(d[5], s[0]) and torch.equal(d[0], s[3]) and torch.equal(d[2], s[5])
         assert (d[1] == 7.0).all() and (d[3] == 7.0).all() and (d[4] == 7.0).all()
-
-
-def test_zero_tail_clears_the_token_slots_past_the_prompt_in_every_layer_and_head():
-    pd = torch.ones(2, LAYERS, 2, HEADS, TOKENS, DIM)
-    zero_tail(pd, 1, 3)
-    assert (pd[1, :, :, :, :3] == 1).all() and not pd[1, :, :, :, 3:].any() and (pd[0] == 1).all()
 
 
 def test_layers_are_ordered_by_their_index_not_by_name():

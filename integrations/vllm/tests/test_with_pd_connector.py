@@ -71,12 +71,10 @@ def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_
     results, d_kv = load_on_d(pd, LoadSpec("plug-1-d", "plug-1-d", list(range(10)), params, [1, 7, 3], 0))
     assert results.finished == {"plug-1-d"} and results.failed == {}
     p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
-    for l in range(L):
+    for l in range(L):   # whole blocks, the last one too: a plane's interior is the attention kernel's
         assert torch.equal(d_layers[l][1], p_layers[l][6]) and torch.equal(d_layers[l][7], p_layers[l][2])
-        # the last block: tokens 8, 9 of the prompt; the slots past it went out zeroed
-        key_p = p_layers[l][4].view(H, 2, T, D)
-        key_d = d_layers[l][3].view(H, 2, T, D)
-        assert torch.equal(key_d[:, :, :2], key_p[:, :, :2]) and not key_d[:, :, 2:].any()
+        assert torch.equal(d_layers[l][3], p_layers[l][4])
+        assert not d_layers[l][0].any() and not d_layers[l][2].any()
 
 
 def test_a_pull_with_a_nonce_that_is_not_ps_is_declined_and_becomes_a_load_failure(pd):

@@ -119,8 +119,7 @@ def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_aborts_the_reservati
     w.save([SaveSpec("r1", "r1", [3, 0], [6, 2], 5, [(str(path), 8 * LAYOUT["block_bytes"])])])
     on_disk = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.float32).view(8, L, 2, H, T, D)
     expected = torch.zeros(8, L, 2, H, T, D)
-    write_pd_blocks(list(kv.values()), [3, 0], expected, [6, 2])
-    expected[2, :, :, :, 1:] = 0                       # 5 tokens: block 2 holds token 4 only
+    write_pd_blocks(list(kv.values()), [3, 0], expected, [6, 2])   # whole blocks, as vLLM holds them
     assert torch.equal(on_disk, expected)
     w.save([SaveSpec("r2", "r2", [1], [0], 3, [(str(tmp_path / "missing.kv"), 8 * LAYOUT["block_bytes"])])])
     assert client.calls == [("abort", "r2")]
