@@ -16,6 +16,7 @@ key                           default    meaning
 ``pd_pull_timeout_s``         150        deadline of a pull (above pd.consumer.pull-timeout, 120 s)
 ``pd_connect_timeout_s``      60         how long start-up waits for pd-connector to answer
 ``pd_load_threads``           8          concurrent pulls on D
+``pd_log_timings``            false      log each reserve, copy, finish and pull with its time at INFO
 ============================  =========  ================================================================
 
 What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``fail`` or
@@ -24,6 +25,7 @@ What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``f
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -69,6 +71,7 @@ class PdSettings:
     pull_timeout_s: float
     connect_timeout_s: float
     load_threads: int
+    log_timings: bool
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -78,12 +81,16 @@ class PdSettings:
                              "beside this vLLM instance (e.g. http://127.0.0.1:8080)")
         s = cls(str(url), extra.get("pd_token") or os.environ.get("PD_ENGINE_TOKEN") or None,
                 float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
-                float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)))
+                float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
+                str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads)):
             if value <= 0:
                 raise ValueError(f"kv_connector_extra_config.{name} must be positive, got {value}")
         return s
+
+    def timing_level(self) -> int:
+        return logging.INFO if self.log_timings else logging.DEBUG
 
     def client(self) -> PdClient:
         return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s)
@@ -118,10 +125,11 @@ class PdConnector(KVConnectorBase_V1):
         self._scheduler: PdScheduler | None = None
         self._worker: PdWorker | None = None
         if role == KVConnectorRole.SCHEDULER:
-            self._scheduler = PdScheduler(settings.client(), vllm_config.cache_config.block_size)
+            self._scheduler = PdScheduler(settings.client(), vllm_config.cache_config.block_size,
+                                          settings.timing_level())
         else:
             self._worker = PdWorker(settings.client(), tp_rank=0, tp_size=parallel.tensor_parallel_size,
-                                    load_threads=settings.load_threads)
+                                    load_threads=settings.load_threads, timing_level=settings.timing_level())
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 
     # ---- worker side --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ decisions are unit-tested without an engine.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,8 +34,9 @@ class _Produced:
 
 class PdScheduler:
 
-    def __init__(self, client: PdClient, block_size: int):
+    def __init__(self, client: PdClient, block_size: int, timing_level: int = logging.DEBUG):
         self._client = client
+        self._timing_level = timing_level
         self._block_size = block_size
         self._producing: dict[str, _Produced] = {}
         self._plan = StepPlan()
@@ -96,6 +98,7 @@ class PdScheduler:
             log.error("P request %s: %d tokens need %d blocks, vLLM holds %d; not exported",
                       req.request_id, num_tokens, n_blocks, len(vllm_blocks))
             return None
+        start = time.perf_counter()
         try:
             r = self._client.reserve(produced.pd_id, num_tokens)
         except PdError as e:
@@ -103,6 +106,8 @@ class PdScheduler:
                         "kv_transfer_params and prefills itself", req.request_id, e)
             return None
         produced.saved = True
+        log.log(self._timing_level, "P reserved %s: %d tokens, pd blocks %s, %.2f ms", req.request_id, num_tokens,
+                r["block_ids"], 1000 * (time.perf_counter() - start))
         return SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(r["block_ids"]),
                         num_tokens, [(x["kv_file"], int(x["region_bytes"])) for x in r["ranks"]])
 
@@ -130,8 +135,11 @@ class PdScheduler:
         if status not in FINISHED_NORMALLY:
             self._abort(produced.pd_id, f"the request ended {status}")
             return None
+        start = time.perf_counter()
         try:
-            return self._client.finish(produced.pd_id)["kv_transfer_params"]
+            params = self._client.finish(produced.pd_id)["kv_transfer_params"]
+            log.log(self._timing_level, "P finished %s: %.2f ms", request.request_id, 1000 * (time.perf_counter() - start))
+            return params
         except PdError as e:
             log.error("P request %s: pd-connector did not finish (%s); the decoder gets no "
                       "kv_transfer_params", request.request_id, e)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -30,7 +31,8 @@ class LoadResults:
 
 class PdWorker:
 
-    def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int):
+    def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
+                 timing_level: int = logging.DEBUG):
         self._client = client
         self._rank = tp_rank
         self._tp = tp_size
@@ -40,7 +42,7 @@ class PdWorker:
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load")
         self._lock = threading.Lock()
         self._results = LoadResults()
-        self.copy_seconds = 0.0  # total time spent copying KV, both directions (for measurements)
+        self._timing_level = timing_level  # the level of the per-request timing lines
 
     def register(self, kv_caches: dict[str, torch.Tensor], layout: dict) -> None:
         """Checks vLLM's caches against pd-connector's geometry; raises GeometryMismatch if they differ."""
@@ -73,12 +75,11 @@ class PdWorker:
         if path is None:
             raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
                                "this plugin writes through the shared file only")
-        start = _now()
+        start = time.perf_counter()
         dst = self._files.blocks(path, region_bytes, g, self._layers[0].dtype)
         write_pd_blocks(self._layers, spec.vllm_blocks, dst, spec.pd_blocks)
-        self.copy_seconds += _now() - start
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("P saved %s: vLLM blocks %s -> pd blocks %s", spec.request_id, spec.vllm_blocks, spec.pd_blocks)
+        log.log(self._timing_level, "P saved %s: vLLM blocks %s -> pd blocks %s, copy %.2f ms", spec.request_id,
+                spec.vllm_blocks, spec.pd_blocks, 1000 * (time.perf_counter() - start))
 
     # ---- D ------------------------------------------------------------------------------------
 
@@ -108,6 +109,7 @@ class PdWorker:
     def _pull_and_copy(self, spec: LoadSpec) -> str | None:
         """None when the KV is in vLLM's blocks, else the reason it is not."""
         g = self._require_registered()
+        t0 = time.perf_counter()
         try:
             self._client.pull(spec.pd_request_id, spec.token_ids, spec.params)
         except PdError as e:
@@ -120,7 +122,7 @@ class PdWorker:
         except PdError as e:
             self._release(spec)
             return e.reason
-        start = _now()
+        t1 = time.perf_counter()
         n_total = -(-len(spec.token_ids) // g.block_tokens)
         slice_bytes = g.block_bytes
         if len(data) != n_total * self._tp * slice_bytes:
@@ -131,10 +133,10 @@ class PdWorker:
         if end > n_total:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}"
         read_pd_blocks(src[spec.first_pd_block:end], self._layers, spec.vllm_blocks)
-        self.copy_seconds += _now() - start
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("D loaded %s: pd blocks %d..%d -> vLLM blocks %s", spec.request_id, spec.first_pd_block, end - 1,
-                      spec.vllm_blocks)
+        t2 = time.perf_counter()
+        log.log(self._timing_level, "D loaded %s: pd blocks %d..%d -> vLLM blocks %s, %d bytes; pull and read-out %.2f ms, "
+                "copy %.2f ms", spec.request_id, spec.first_pd_block, end - 1, spec.vllm_blocks, len(data),
+                1000 * (t1 - t0), 1000 * (t2 - t1))
         return None
 
     def _release_only(self, spec: LoadSpec) -> None:
@@ -163,7 +165,3 @@ class PdWorker:
         self._files.close()
         self._client.close()
 
-
-def _now() -> float:
-    import time
-    return time.perf_counter()
