@@ -136,3 +136,21 @@ def test_a_closed_port_is_unreachable():
     with pytest.raises(PdError) as e:
         PdClient(f"http://127.0.0.1:{port}", timeout_s=2).kv_layout()
     assert (e.value.status, e.value.reason) == (0, "unreachable")
+
+
+ENGINE_TOKEN = "engine-token-for-the-plugin-0123456789"
+AUTH = {"pd.auth.enabled": "true", "pd.auth.tokens.engine": ENGINE_TOKEN,
+        "pd.auth.tokens.router": "router-token-0123456789abcdef", "pd.auth.tokens.peer": "peer-token-0123456789abcdef",
+        "pd.auth.tokens.operator": "operator-token-0123456789abcdef"}
+
+
+def test_with_auth_on_the_plugin_presents_its_engine_token_and_without_it_is_refused(tmp_path):
+    with PdService(tmp_path, "pd-plugin-auth", {**GEOMETRY, **AUTH}) as pd_auth:
+        client = PdClient(pd_auth.url, token=ENGINE_TOKEN)
+        assert client.kv_layout()["layers"] == L
+        r = client.reserve("auth-1", 5)
+        assert r["block_ids"]
+        client.abort("auth-1")
+        with pytest.raises(PdError) as e:
+            PdClient(pd_auth.url).kv_layout()
+        assert (e.value.status, e.value.reason) == (401, "unauthenticated")
