@@ -111,12 +111,13 @@ class PdWorker:
         g = self._require_registered()
         t0 = time.perf_counter()
         try:
-            self._client.pull(spec.pd_request_id, spec.token_ids, spec.params)
+            pulled = self._client.pull(spec.pd_request_id, spec.token_ids, spec.params)
         except PdError as e:
             log.warning("D request %s: pull declined or failed: %s", spec.request_id, e)
             if e.status == 0:
                 self._release(spec)  # no answer: the pull may still be held on D's pd-connector
             return e.reason
+        t_pulled = time.perf_counter()
         try:
             data = self._client.read_kv(spec.pd_request_id)  # this also releases D's pd blocks
         except PdError as e:
@@ -134,9 +135,10 @@ class PdWorker:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}"
         read_pd_blocks(src[spec.first_pd_block:end], self._layers, spec.vllm_blocks)
         t2 = time.perf_counter()
-        log.log(self._timing_level, "D loaded %s: pd blocks %d..%d -> vLLM blocks %s, %d bytes; pull and read-out %.2f ms, "
-                "copy %.2f ms", spec.request_id, spec.first_pd_block, end - 1, spec.vllm_blocks, len(data),
-                1000 * (t1 - t0), 1000 * (t2 - t1))
+        log.log(self._timing_level, "D loaded %s: pd blocks %d..%d -> vLLM blocks %s, %d bytes; pull %.2f ms "
+                "(pd-connector's own %.2f ms), read-out %.2f ms, copy %.2f ms", spec.request_id, spec.first_pd_block,
+                end - 1, spec.vllm_blocks, len(data), 1000 * (t_pulled - t0),
+                float(((pulled or {}).get("timings") or {}).get("pull_ms", -1)), 1000 * (t1 - t_pulled), 1000 * (t2 - t1))
         return None
 
     def _release_only(self, spec: LoadSpec) -> None:
