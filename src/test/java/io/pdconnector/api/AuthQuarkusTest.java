@@ -53,7 +53,8 @@ class AuthQuarkusTest {
             Map.entry("GET /v1/handshake", Set.of("peer", "operator")),
             Map.entry("GET /v1/registry/self", Set.of("peer", "operator")),
             Map.entry("GET /v1/registry", Set.of("operator", "peer")),
-            Map.entry("GET /v1/status", Set.of("operator")));
+            Map.entry("GET /v1/status", Set.of("operator")),
+            Map.entry("GET /v1/kv-layout", Set.of("engine", "operator")));
 
     /** One token per role, each configured for that role only. */
     private static final Map<String, String> TOKENS = Map.of("router", AuthOnProfile.ROUTER, "engine",

@@ -1,0 +1,191 @@
+"""HTTP client for the pd-connector service beside a vLLM instance.
+
+Every call has a timeout. One keep-alive connection per thread (the scheduler thread, the worker
+thread and each load thread use their own), so no connection is shared across threads.
+Errors are one exception type carrying the HTTP status and pd-connector's machine-readable reason.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import urllib.parse
+from typing import Any
+
+
+class PdError(Exception):
+    """A call to pd-connector that did not succeed.
+
+    ``status`` is the HTTP status (0 when no answer came: refused, reset, timed out) and ``reason``
+    pd-connector's reason token (``lease_mismatch``, ``no-free-blocks``, ...) or a local one
+    (``unreachable``, ``timeout``, ``bad-answer``).
+    """
+
+    def __init__(self, status: int, reason: str, detail: str):
+        super().__init__(f"pd-connector {status or 'no answer'} {reason}: {detail}")
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+
+
+class PdClient:
+    """The calls the plugin makes, each with its own deadline in seconds."""
+
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 10.0,
+                 pull_timeout_s: float = 150.0):
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"pd_url must be http(s)://host:port, got {base_url!r}")
+        self._scheme = url.scheme
+        self._host = url.hostname
+        self._port = url.port or (443 if url.scheme == "https" else 80)
+        self._prefix = url.path.rstrip("/")
+        self._token = token
+        self.timeout_s = timeout_s
+        self.pull_timeout_s = pull_timeout_s
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[http.client.HTTPConnection] = []
+        self.base_url = base_url
+
+    # ---- P side -------------------------------------------------------------------------------
+
+    def reserve(self, request_id: str, num_tokens: int) -> dict[str, Any]:
+        body = {"request_id": request_id, "num_tokens": num_tokens,
+                "kv_transfer_params": {"do_remote_decode": True}}
+        return self._json("POST", "/v1/producer/requests", body, self.timeout_s, expect=(201,))
+
+    def finish(self, request_id: str) -> dict[str, Any]:
+        return self._json("POST", f"/v1/producer/requests/{_quote(request_id)}/finish", None,
+                          self.timeout_s, expect=(200,))
+
+    def abort(self, request_id: str) -> None:
+        self._call("DELETE", f"/v1/producer/requests/{_quote(request_id)}", None, self.timeout_s,
+                   expect=(204,))
+
+    # ---- D side -------------------------------------------------------------------------------
+
+    def pull(self, request_id: str, token_ids: list[int], params: dict[str, Any]) -> dict[str, Any]:
+        body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params}
+        return self._json("POST", "/v1/consumer/pull", body, self.pull_timeout_s, expect=(200,))
+
+    def read_kv(self, request_id: str) -> bytearray:
+        """D's pulled KV bytes; pd-connector releases D's blocks once it has answered."""
+        return self._call("GET", f"/v1/consumer/requests/{_quote(request_id)}/kv", None,
+                          self.timeout_s, expect=(200,))
+
+    def release(self, request_id: str) -> None:
+        self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}", None, self.timeout_s,
+                   expect=(204,))
+
+    # ---- both ---------------------------------------------------------------------------------
+
+    def kv_layout(self) -> dict[str, Any]:
+        return self._json("GET", "/v1/kv-layout", None, self.timeout_s, expect=(200,))
+
+    def close(self) -> None:
+        """Closes every connection any thread opened."""
+        with self._lock:
+            conns, self._connections = self._connections, []
+        for c in conns:
+            c.close()
+
+    # ---- plumbing -----------------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, body: Any, timeout_s: float,
+              expect: tuple[int, ...]) -> dict[str, Any]:
+        raw = self._call(method, path, body, timeout_s, expect)
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise PdError(200, "bad-answer", f"{method} {path}: not JSON ({e})") from None
+
+    def _call(self, method: str, path: str, body: Any, timeout_s: float,
+              expect: tuple[int, ...]) -> bytearray:
+        headers = {"Accept": "application/json, application/octet-stream, application/problem+json"}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        # A kept-alive connection the server closed fails at once: try once more on a new one.
+        for attempt in (0, 1):
+            conn, reused = self._connection(timeout_s)
+            try:
+                conn.request(method, self._prefix + path, body=payload, headers=headers)
+                resp = conn.getresponse()
+                data = _read_body(resp)
+                status = resp.status
+                if resp.will_close:
+                    self._drop(conn)
+                break
+            except TimeoutError:
+                self._drop(conn)
+                raise PdError(0, "timeout", f"{method} {path}: no answer within {timeout_s} s") from None
+            except (ConnectionResetError, BrokenPipeError) as e:
+                self._drop(conn)
+                if reused and attempt == 0:
+                    continue
+                raise PdError(0, "unreachable", f"{method} {path}: {e}") from None
+            except (OSError, http.client.HTTPException) as e:
+                self._drop(conn)
+                raise PdError(0, "unreachable", f"{method} {path}: {e}") from None
+        if status in expect:
+            return data
+        reason, detail = _problem(data)
+        raise PdError(status, reason, f"{method} {path}: {detail}")
+
+    def _connection(self, timeout_s: float) -> tuple[http.client.HTTPConnection, bool]:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.timeout = timeout_s
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout_s)
+            return conn, True
+        cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=timeout_s)
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn, False
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with self._lock:
+            if conn in self._connections:
+                self._connections.remove(conn)
+
+
+def _read_body(resp: http.client.HTTPResponse) -> bytearray:
+    """The whole body, read straight into one writable buffer when its length is known."""
+    if resp.length is None:
+        return bytearray(resp.read())
+    buf = bytearray(resp.length)
+    view = memoryview(buf)
+    got = 0
+    while got < len(buf):
+        n = resp.readinto(view[got:])
+        if not n:
+            raise http.client.IncompleteRead(bytes(buf[:got]), len(buf) - got)
+        got += n
+    resp.read()  # at the end of the body: marks the response done, so the connection takes the next request
+    return buf
+
+
+def _quote(request_id: str) -> str:
+    return urllib.parse.quote(request_id, safe="")
+
+
+def _problem(data: bytes) -> tuple[str, str]:
+    """pd-connector's problem document -> (reason, detail); anything else -> ('http-error', text)."""
+    try:
+        doc = json.loads(data)
+        if isinstance(doc, dict) and isinstance(doc.get("reason"), str):
+            return doc["reason"], str(doc.get("detail", ""))
+    except ValueError:
+        pass
+    return "http-error", data[:300].decode("utf-8", "replace")

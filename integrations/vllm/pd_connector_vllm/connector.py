@@ -1,0 +1,203 @@
+"""PdConnector: vLLM's KV connector that moves KV through the pd-connector service beside each
+instance. Loaded by vLLM with ``kv_connector_module_path="pd_connector_vllm.connector"`` and
+``kv_connector="PdConnector"``; no change to vLLM.
+
+vLLM builds it twice: with the SCHEDULER role (decides what to reserve, save, finish and load:
+``scheduler.PdScheduler``) and with the WORKER role (copies the KV: ``worker.PdWorker``).
+
+Settings (``kv_connector_extra_config``):
+
+============================  =========  ================================================================
+key                           default    meaning
+============================  =========  ================================================================
+``pd_url``                    required   the pd-connector beside this instance, ``http://127.0.0.1:8080``
+``pd_token``                  none       its engine-role bearer token (or env ``PD_ENGINE_TOKEN``)
+``pd_http_timeout_s``         10         deadline of each call but the pull
+``pd_pull_timeout_s``         150        deadline of a pull (above pd.consumer.pull-timeout, 120 s)
+``pd_connect_timeout_s``      60         how long start-up waits for pd-connector to answer
+``pd_load_threads``           8          concurrent pulls on D
+``pd_log_timings``            false      log each reserve, copy, finish and pull with its time at INFO
+============================  =========  ================================================================
+
+What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``fail`` or
+``recompute``), a field of the KV transfer config.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import (
+    KVConnectorBase_V1,
+    KVConnectorMetadata,
+    KVConnectorRole,
+    KVConnectorTransferResults,
+)
+from vllm.logger import init_logger
+
+from .client import PdClient, PdError
+from .scheduler import PdScheduler
+from .specs import StepPlan
+from .worker import PdWorker
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+    from vllm.forward_context import ForwardContext
+    from vllm.v1.attention.backend import AttentionMetadata
+    from vllm.v1.core.kv_cache_manager import KVCacheBlocks
+    from vllm.v1.core.sched.output import SchedulerOutput
+    from vllm.v1.kv_cache_interface import KVCacheConfig
+    from vllm.v1.request import Request
+
+logger = init_logger(__name__)
+
+
+@dataclass
+class PdConnectorMetadata(KVConnectorMetadata):
+    plan: StepPlan = field(default_factory=StepPlan)
+
+
+@dataclass(frozen=True)
+class PdSettings:
+    url: str
+    token: str | None
+    http_timeout_s: float
+    pull_timeout_s: float
+    connect_timeout_s: float
+    load_threads: int
+    log_timings: bool
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
+        url = extra.get("pd_url")
+        if not url:
+            raise ValueError("PdConnector needs kv_connector_extra_config.pd_url, the pd-connector "
+                             "beside this vLLM instance (e.g. http://127.0.0.1:8080)")
+        s = cls(str(url), extra.get("pd_token") or os.environ.get("PD_ENGINE_TOKEN") or None,
+                float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
+                float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
+                str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"))
+        for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
+                            ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads)):
+            if value <= 0:
+                raise ValueError(f"kv_connector_extra_config.{name} must be positive, got {value}")
+        return s
+
+    def timing_level(self) -> int:
+        return logging.INFO if self.log_timings else logging.DEBUG
+
+    def client(self) -> PdClient:
+        return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s)
+
+
+def wait_for_layout(client: PdClient, deadline_s: float) -> dict[str, Any]:
+    """pd-connector's KV layout, waiting up to ``deadline_s`` for it to come up; fails loudly after."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return client.kv_layout()
+        except PdError as e:
+            if e.status != 0 or time.monotonic() >= end:
+                raise RuntimeError(f"PdConnector cannot read the KV layout of pd-connector at "
+                                   f"{client.base_url}: {e}") from None
+        time.sleep(0.5)
+
+
+class PdConnector(KVConnectorBase_V1):
+
+    def __init__(self, vllm_config: "VllmConfig", role: KVConnectorRole, kv_cache_config: "KVCacheConfig"):
+        super().__init__(vllm_config, role, kv_cache_config)
+        settings = PdSettings.from_extra(self._kv_transfer_config.kv_connector_extra_config or {})
+        parallel = vllm_config.parallel_config
+        if parallel.tensor_parallel_size != 1 or parallel.pipeline_parallel_size != 1:
+            raise NotImplementedError("PdConnector supports TP=1 and PP=1 only so far (a TP>1 decoder would "
+                                      "pull once per rank)")
+        if len(kv_cache_config.kv_cache_groups) != 1:
+            raise NotImplementedError("PdConnector supports models with one KV cache group (full attention) "
+                                      f"only; this one has {len(kv_cache_config.kv_cache_groups)}")
+        self._settings = settings
+        self._scheduler: PdScheduler | None = None
+        self._worker: PdWorker | None = None
+        if role == KVConnectorRole.SCHEDULER:
+            self._scheduler = PdScheduler(settings.client(), vllm_config.cache_config.block_size,
+                                          settings.timing_level())
+        else:
+            self._worker = PdWorker(settings.client(), tp_rank=0, tp_size=parallel.tensor_parallel_size,
+                                    load_threads=settings.load_threads, timing_level=settings.timing_level())
+        logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
+
+    # ---- worker side --------------------------------------------------------------------------
+
+    def register_kv_caches(self, kv_caches: dict[str, torch.Tensor]):
+        assert self._worker is not None
+        layout = wait_for_layout(self._settings.client(), self._settings.connect_timeout_s)
+        self._worker.register(kv_caches, layout)
+
+    def start_load_kv(self, forward_context: "ForwardContext", **kwargs: Any) -> None:
+        assert self._worker is not None
+        plan = self._plan()
+        if plan.loads or plan.releases:
+            self._worker.start_loads(plan.loads, plan.releases)
+
+    def wait_for_layer_load(self, layer_name: str) -> None:
+        return  # loads finish before vLLM schedules the request (asynchronous, whole request)
+
+    def save_kv_layer(self, layer_name: str, kv_layer: torch.Tensor, attn_metadata: "AttentionMetadata",
+                      **kwargs: Any) -> None:
+        return  # the copy runs once per request in wait_for_save, when every layer is written
+
+    def wait_for_save(self):
+        assert self._worker is not None
+        plan = self._plan()
+        if plan.saves:
+            self._worker.save(plan.saves)
+
+    def get_transfer_results(self, finished_req_ids: set[str]) -> KVConnectorTransferResults:
+        assert self._worker is not None
+        results = self._worker.take_results()
+        return KVConnectorTransferResults(finished_recving=results.finished,
+                                          failed_recving=set(results.failed))
+
+    def get_finished(self, finished_req_ids: set[str]) -> tuple[set[str] | None, set[str] | None]:
+        results = self.get_transfer_results(finished_req_ids)
+        return None, results.finished_recving
+
+    def shutdown(self):
+        if self._worker is not None:
+            self._worker.shutdown()
+
+    def _plan(self) -> StepPlan:
+        meta = self._connector_metadata
+        return meta.plan if isinstance(meta, PdConnectorMetadata) else StepPlan()
+
+    # ---- scheduler side -----------------------------------------------------------------------
+
+    def get_num_new_matched_tokens(self, request: "Request", num_computed_tokens: int) -> tuple[int | None, bool]:
+        assert self._scheduler is not None
+        return self._scheduler.get_num_new_matched_tokens(request, num_computed_tokens)
+
+    def update_state_after_alloc(self, request: "Request", blocks: "KVCacheBlocks", num_external_tokens: int):
+        assert self._scheduler is not None
+        (block_ids,) = blocks.get_block_ids()
+        unhashed = blocks.get_unhashed_block_ids() if num_external_tokens > 0 else []
+        self._scheduler.update_state_after_alloc(request, block_ids, unhashed, num_external_tokens)
+
+    def build_connector_meta(self, scheduler_output: "SchedulerOutput") -> KVConnectorMetadata:
+        assert self._scheduler is not None
+        manager = self._kv_cache_manager
+
+        def block_ids_of(req_id: str) -> list[int]:
+            assert manager is not None, "vLLM did not bind its KV cache manager"
+            return list(manager.get_block_ids(req_id)[0])
+
+        return PdConnectorMetadata(self._scheduler.build_plan(scheduler_output.num_scheduled_tokens, block_ids_of))
+
+    def request_finished(self, request: "Request", block_ids: list[int]) -> tuple[bool, dict[str, Any] | None]:
+        assert self._scheduler is not None
+        return self._scheduler.request_finished(request)

@@ -1,0 +1,164 @@
+"""KV layouts: vLLM's CPU paged cache and pd-connector's blocks, and the copies between them.
+
+vLLM's CPU attention backend keeps one tensor per attention layer, shape
+``(num_blocks, kv_heads, block_size, 2 * head_dim)``, read (cpu_attn.py) as
+``view(num_blocks, kv_heads, 2 * block_size, head_dim).chunk(2, dim=2)``: inside a block, each head
+holds its K plane and then its V plane, ``block_size * head_dim`` elements each. So a vLLM block of
+one layer is ``[head][k|v][plane]``.
+
+pd-connector's block (one rank) holds every layer: ``[layer][k|v][head][token][dim]``
+(docs/engine-integration.md). A copy gathers the block from every layer's tensor and swaps the head
+and k|v axes; each plane moves as it is.
+
+The order *inside* a plane is the attention kernel's own: the CPU kernel packs it per ISA (with AMX,
+one token's dims are spread over the plane, not in row ``token``), so the plugin never reads or
+writes single tokens of a plane. That is why the token slots past the prompt in the last block go
+out as vLLM holds them, as with vLLM's NIXL connector, and why P and D must run the same attention
+backend and ISA (the start-up check cannot see the ISA).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+
+class GeometryMismatch(ValueError):
+    """vLLM's KV cache and the pd-connector beside it disagree: no byte may cross."""
+
+
+@dataclass(frozen=True)
+class PdGeometry:
+    """What GET /v1/kv-layout answers (one rank's view)."""
+
+    layers: int
+    heads_per_rank: int
+    head_dim: int
+    block_tokens: int
+    dtype_bytes: int
+    tp_size: int
+    block_bytes: int
+
+    @classmethod
+    def from_layout(cls, layout: dict[str, Any]) -> "PdGeometry":
+        g = cls(int(layout["layers"]), int(layout["heads_per_rank"]), int(layout["head_dim"]),
+                int(layout["block_tokens"]), int(layout["dtype_bytes"]), int(layout["tp_size"]),
+                int(layout["block_bytes"]))
+        expected = g.layers * 2 * g.heads_per_rank * g.block_tokens * g.head_dim * g.dtype_bytes
+        if expected != g.block_bytes:
+            raise GeometryMismatch(f"pd-connector says block_bytes={g.block_bytes} but its geometry "
+                                   f"makes {expected}")
+        return g
+
+    def block_shape(self) -> tuple[int, int, int, int, int]:
+        return (self.layers, 2, self.heads_per_rank, self.block_tokens, self.head_dim)
+
+
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.")
+
+
+def order_layers(kv_caches: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+    """The attention layers in model order (by the index in their name, e.g. model.layers.7.)."""
+    def index(name: str) -> int:
+        m = _LAYER_INDEX.search(name)
+        if m is None:
+            raise GeometryMismatch(f"cannot tell the layer index of KV cache {name!r}")
+        return int(m.group(1))
+    items = sorted(kv_caches.items(), key=lambda kv: index(kv[0]))
+    indices = [index(n) for n, _ in items]
+    if len(set(indices)) != len(indices):
+        raise GeometryMismatch(f"two KV caches share a layer index: {[n for n, _ in items]}")
+    return items
+
+
+def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_tp: int) -> None:
+    """Raises GeometryMismatch naming every disagreement between vLLM's caches and pd-connector."""
+    problems = []
+    if not layers:
+        raise GeometryMismatch("vLLM registered no KV cache tensors")
+    if len(layers) != pd.layers:
+        problems.append(f"layers: vLLM has {len(layers)} attention layers, pd-connector "
+                        f"pd.model.layers={pd.layers}")
+    if vllm_tp != pd.tp_size:
+        problems.append(f"tensor parallel: vLLM TP={vllm_tp}, pd-connector pd.tp-size={pd.tp_size}")
+    first_name, first = layers[0]
+    for name, t in layers:
+        if t.shape != first.shape or t.dtype != first.dtype:
+            problems.append(f"layer {name} is {tuple(t.shape)} {t.dtype}, layer {first_name} "
+                            f"{tuple(first.shape)} {first.dtype}: mixed layouts are not supported")
+            break
+    if first.dim() != 4 or first.shape[3] % 2:
+        problems.append(f"KV cache tensor shape {tuple(first.shape)} is not vLLM's CPU layout "
+                        "(num_blocks, kv_heads, block_size, 2*head_dim); only the CPU backend is supported")
+    else:
+        _, heads, block_size, two_dim = first.shape
+        if heads != pd.heads_per_rank:
+            problems.append(f"KV heads per rank: vLLM {heads}, pd-connector {pd.heads_per_rank} "
+                            "(pd.model.kv-heads / pd.tp-size)")
+        if block_size != pd.block_tokens:
+            problems.append(f"block tokens: vLLM --block-size {block_size}, pd-connector "
+                            f"pd.model.block-tokens={pd.block_tokens}")
+        if two_dim // 2 != pd.head_dim:
+            problems.append(f"head dim: vLLM {two_dim // 2}, pd-connector pd.model.head-dim={pd.head_dim}")
+    if first.element_size() != pd.dtype_bytes:
+        problems.append(f"dtype: vLLM KV cache is {first.dtype} ({first.element_size()} bytes), "
+                        f"pd-connector pd.model.dtype-bytes={pd.dtype_bytes}")
+    if problems:
+        raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: "
+                               + "; ".join(problems))
+
+
+def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: torch.Tensor,
+                    pd_blocks: list[int]) -> None:
+    """Copies vLLM blocks into pd-connector blocks ``dst[pd_blocks]`` (dst: (N, L, 2, H, T, D))."""
+    for vb, pb in zip(vllm_blocks, pd_blocks, strict=True):
+        for l, t in enumerate(layers):
+            n_blocks, heads, tokens, two_dim = t.shape
+            src = t[vb].reshape(heads, 2, tokens, two_dim // 2)
+            dst[pb, l].copy_(src.permute(1, 0, 2, 3))
+
+
+def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int]) -> None:
+    """Copies pd-connector blocks ``src`` (n, L, 2, H, T, D) into vLLM's blocks, in order."""
+    for b, vb in enumerate(vllm_blocks):
+        for l, t in enumerate(layers):
+            n_blocks, heads, tokens, two_dim = t.shape
+            dst = t[vb].view(heads, 2, tokens, two_dim // 2)
+            dst.copy_(src[b, l].permute(1, 0, 2, 3))
+
+
+class KvFiles:
+    """P's per-rank KV files, mapped once each and mapped again when P restarts (a new file)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._maps: dict[str, tuple[int, int, np.memmap, torch.Tensor]] = {}
+
+    def blocks(self, path: str, region_bytes: int, pd: PdGeometry, dtype: torch.dtype) -> torch.Tensor:
+        """The file as a tensor (num_blocks, L, 2, H, T, D) of ``dtype``, shared with pd-connector."""
+        st = os.stat(path)
+        key = (st.st_ino, st.st_dev)
+        with self._lock:
+            cached = self._maps.get(path)
+            if cached is not None and (cached[0], cached[1]) == key and cached[2].size == region_bytes:
+                return cached[3]
+            if region_bytes % pd.block_bytes:
+                raise GeometryMismatch(f"{path}: region of {region_bytes} bytes is not a whole number of "
+                                       f"{pd.block_bytes}-byte blocks")
+            if st.st_size < region_bytes:
+                raise GeometryMismatch(f"{path} is {st.st_size} bytes, pd-connector said {region_bytes}")
+            mm = np.memmap(path, dtype=np.uint8, mode="r+", shape=(region_bytes,))
+            tensor = torch.from_numpy(mm).view(dtype).view(region_bytes // pd.block_bytes, *pd.block_shape())
+            self._maps[path] = (key[0], key[1], mm, tensor)
+            return tensor
+
+    def close(self) -> None:
+        """Drops the mappings; each is unmapped once no tensor refers to it any more."""
+        with self._lock:
+            self._maps = {}

@@ -1,0 +1,39 @@
+"""What the scheduler side tells the worker side each step (picklable plain data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SaveSpec:
+    """P: after this step's forward, copy the prompt's vLLM blocks into the reserved pd blocks."""
+
+    request_id: str
+    pd_request_id: str
+    vllm_blocks: list[int]
+    pd_blocks: list[int]
+    num_tokens: int
+    rank_files: list[tuple[str, int]]  # per TP rank: (kv_file, region_bytes)
+
+
+@dataclass
+class LoadSpec:
+    """D: pull P's KV through the local pd-connector and copy pd blocks
+    ``first_pd_block..`` into ``vllm_blocks`` (the blocks a local prefix-cache hit did not fill).
+    With no ``vllm_blocks`` the pull only releases P's lease (the request ended before its load)."""
+
+    request_id: str
+    pd_request_id: str
+    token_ids: list[int]
+    params: dict[str, Any]
+    vllm_blocks: list[int] = field(default_factory=list)
+    first_pd_block: int = 0
+
+
+@dataclass
+class StepPlan:
+    saves: list[SaveSpec] = field(default_factory=list)
+    loads: list[LoadSpec] = field(default_factory=list)
+    releases: list[LoadSpec] = field(default_factory=list)

@@ -1,0 +1,111 @@
+"""The glue between vLLM's connector API and the plugin's two sides: a declined load reaches vLLM's
+scheduler as failed_recving (and finished_recving, as the base class requires), vLLM's block objects
+become block ids, P's plan rides in the step's metadata. Built without an engine (no VllmConfig)."""
+
+from dataclasses import dataclass
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorTransferResults
+
+from pd_connector_vllm.connector import PdConnector, PdConnectorMetadata
+from pd_connector_vllm.scheduler import PdScheduler
+from pd_connector_vllm.specs import LoadSpec, SaveSpec, StepPlan
+from pd_connector_vllm.worker import LoadResults
+
+from fakes import FakeClient, FakeRequest
+
+
+def bare(**attrs):
+    c = object.__new__(PdConnector)   # the glue only; __init__ needs a whole VllmConfig
+    c._connector_metadata = None
+    c._kv_cache_manager = None
+    c._scheduler = None
+    c._worker = None
+    for k, v in attrs.items():
+        setattr(c, k, v)
+    return c
+
+
+class RecordingWorker:
+    def __init__(self, results=None):
+        self.results = results or LoadResults()
+        self.loads, self.saves = [], []
+
+    def take_results(self):
+        r, self.results = self.results, LoadResults()
+        return r
+
+    def start_loads(self, loads, releases):
+        self.loads.append((loads, releases))
+
+    def save(self, specs):
+        self.saves.append(specs)
+
+
+def test_a_declined_load_is_finished_and_failed_for_vllms_scheduler():
+    worker = RecordingWorker(LoadResults(finished={"ok", "bad"}, failed={"bad": "lease_mismatch"}))
+    c = bare(_worker=worker)
+    r = c.get_transfer_results(set())
+    assert isinstance(r, KVConnectorTransferResults)
+    assert r.finished_recving == {"ok", "bad"} and r.failed_recving == {"bad"} and r.finished_sending == set()
+    assert c.get_transfer_results(set()).finished_recving == set()      # reported once
+
+
+def test_the_steps_plan_goes_to_the_worker_loads_at_start_saves_after_the_forward():
+    worker = RecordingWorker()
+    c = bare(_worker=worker)
+    load = LoadSpec("d", "d", [1, 2], {"do_remote_prefill": True}, [4], 0)
+    save = SaveSpec("p", "p", [1], [9], 2, [("/dev/shm/f", 64)])
+    c.bind_connector_metadata(PdConnectorMetadata(StepPlan(saves=[save], loads=[load])))
+    c.start_load_kv(None)
+    c.wait_for_save()
+    assert worker.loads == [([load], [])] and worker.saves == [[save]]
+    c.clear_connector_metadata()
+    c.wait_for_save()                                                    # an empty step: nothing
+    assert worker.saves == [[save]]
+
+
+@dataclass
+class Block:
+    block_id: int
+    block_hash: object = None
+
+
+class Blocks:
+    """vLLM's KVCacheBlocks as the connector uses it: one group."""
+
+    def __init__(self, blocks):
+        self.blocks = [blocks]
+
+    def get_block_ids(self):
+        return ([b.block_id for b in self.blocks[0]],)
+
+    def get_unhashed_block_ids(self):
+        return [b.block_id for b in self.blocks[0] if b.block_hash is None]
+
+
+class Manager:
+    def get_block_ids(self, req_id):
+        return ([7, 8, 9],)
+
+
+@dataclass
+class Output:
+    num_scheduled_tokens: dict
+
+
+def test_vllms_blocks_become_the_plans_block_ids_on_both_sides():
+    client = FakeClient({"reserve": lambda rid, n: {"block_ids": [0, 1, 2],
+                                                     "ranks": [{"kv_file": "/dev/shm/k", "region_bytes": 64}]}})
+    c = bare(_scheduler=PdScheduler(client, 4), _kv_cache_manager=Manager())
+    d_req = FakeRequest("d1", list(range(10)), {"do_remote_prefill": True, "remote_engine_id": "p",
+                                                "remote_request_id": "r", "remote_host": "h", "remote_port": 1,
+                                                "remote_num_tokens": 10})
+    assert c.get_num_new_matched_tokens(d_req, 4) == (6, True)
+    c.update_state_after_alloc(d_req, Blocks([Block(3, block_hash="cached"), Block(5), Block(6)]), 6)
+    p_req = FakeRequest("p1", list(range(10)), {"do_remote_decode": True})
+    c.update_state_after_alloc(p_req, Blocks([Block(7), Block(8), Block(9)]), 0)
+    meta = c.build_connector_meta(Output({"p1": 10}))
+    (load,) = meta.plan.loads
+    assert load.vllm_blocks == [5, 6] and load.first_pd_block == 1
+    (save,) = meta.plan.saves
+    assert save.vllm_blocks == [7, 8, 9] and save.pd_blocks == [0, 1, 2]
