@@ -23,9 +23,10 @@ export PD_NIXL_HOME=${PD_NIXL_HOME:-${PD_NIXL_CACHE:-$root/.cache/nixl}/nixl-cu1
   || fail "the plugin package (integrations/vllm/pd_connector_vllm, pyproject.toml) is missing"
 
 t0=$SECONDS
-setup_out=$(bash integrations/vllm/scripts/setup-vllm.sh | tee /dev/stderr)
-export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' <<<"$setup_out")
-export PD_VLLM_MODEL=$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")
+mkdir -p target
+bash integrations/vllm/scripts/setup-vllm.sh | tee target/setup-vllm.out
+export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' target/setup-vllm.out)
+export PD_VLLM_MODEL=$(sed -n 's/^setup-vllm: model=//p' target/setup-vllm.out)
 [ -x "$PD_VLLM_PYTHON" ] || fail "setup-vllm.sh named no python"
 echo "vllm-ci: setup took $((SECONDS - t0)) s"
 
