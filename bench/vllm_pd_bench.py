@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Side by side: vLLM P/D with vLLM's own NixlConnector vs. vLLM P/D with the pd-connector plugin (two pd-connector
+services, lease verification on), both behind the same proxy (integrations/vllm/e2e/pd_proxy.py), on this machine.
+
+    bench/vllm-pd.sh [--requests-c1 20] [--requests-c8 48] [--rounds 2] [--prompt-tokens 300] [--output-tokens 8]
+
+Both fleets run at once (4 vLLM servers, 2 pd-connector services, 2 proxies, all on 127.0.0.1) and the measured
+batches alternate between them (stock, plugin, plugin, stock, ...), so load from anything else on the machine
+falls on both alike. Each request is a streamed completion of a prompt no server has seen (random token ids), so
+every D leg moves the whole prompt's KV; TTFT is the time to the first streamed text through the proxy, requests/s
+a batch's requests over its wall time with `c` clients each sending one request after another. The answers of
+the two fleets to the same prompts are compared (greedy decoding: they must be equal). Prints a table and the
+plugin/stock ratios; writes target/vllm-bench/results.json.
+"""
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "integrations/vllm/e2e"))
+
+import openai  # noqa: E402
+
+from fleet import Fleet, wait_registry_lists  # noqa: E402
+from workload import MODEL, token_prompt  # noqa: E402
+
+REQUEST_TIMEOUT_S = 120.0
+BATCH_DEADLINE_S = 900.0
+
+
+def start_stock(fleet: Fleet):
+    p = fleet.stock_vllm("p", lease_s=30, wait=False)
+    d = fleet.stock_vllm("d", lease_s=30, wait=False)
+    return p, d
+
+
+def start_plugin(fleet: Fleet):
+    pd_p = fleet.pd_service("pd-p", "producer")
+    pd_d = fleet.pd_service("pd-d", "consumer", peers=[pd_p])
+    wait_registry_lists(pd_d, fleet.label + "-pd-p")
+    p = fleet.plugin_vllm("p", pd_p, wait=False)
+    d = fleet.plugin_vllm("d", pd_d, wait=False)
+    return p, d
+
+
+def one_request(c: openai.OpenAI, prompt: list[int], output_tokens: int) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    ttft = None
+    text = []
+    for chunk in c.completions.create(model=MODEL, prompt=prompt, max_tokens=output_tokens, temperature=0,
+                                      stream=True, extra_body={"ignore_eos": True}):
+        if chunk.choices and chunk.choices[0].text:
+            if ttft is None:
+                ttft = time.perf_counter() - t0
+            text.append(chunk.choices[0].text)
+    if ttft is None:
+        raise RuntimeError("a streamed answer without text")
+    return ttft, "".join(text)
+
+
+def batch(base_url: str, prompts: list[tuple[int, list[int]]], concurrency: int, output_tokens: int):
+    """`concurrency` clients share the prompts; returns (ttfts, wall seconds, {prompt seed: answer})."""
+    queue = list(prompts)
+    lock = threading.Lock()
+    ttfts, answers, errors = [], {}, []
+
+    def client_loop():
+        c = openai.OpenAI(base_url=base_url + "/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
+        while True:
+            with lock:
+                if not queue:
+                    return
+                seed, prompt = queue.pop(0)
+            try:
+                ttft, text = one_request(c, prompt, output_tokens)
+            except Exception as e:  # noqa: BLE001 - counted and reported, the batch goes on
+                with lock:
+                    errors.append(f"{seed}: {e}")
+                continue
+            with lock:
+                ttfts.append(ttft)
+                answers[seed] = text
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client_loop, daemon=True) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(1.0, BATCH_DEADLINE_S - (time.perf_counter() - t0)))
+    if any(t.is_alive() for t in threads):
+        raise RuntimeError(f"a batch did not finish within {BATCH_DEADLINE_S} s")
+    return ttfts, time.perf_counter() - t0, answers, errors
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests-c1", type=int, default=20, help="requests per c=1 batch")
+    parser.add_argument("--requests-c8", type=int, default=48, help="requests per c=8 batch")
+    parser.add_argument("--rounds", type=int, default=2, help="batches per fleet and concurrency")
+    parser.add_argument("--prompt-tokens", type=int, default=300)
+    parser.add_argument("--output-tokens", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=4, help="unmeasured requests per fleet first")
+    args = parser.parse_args(argv)
+    for name in ("requests_c1", "requests_c8", "rounds", "prompt_tokens", "output_tokens"):
+        if getattr(args, name) < 1 or getattr(args, name) > 2000:
+            parser.error(f"--{name.replace('_', '-')} must be 1..2000")
+
+    started = time.perf_counter()
+    with Fleet("bench-stock") as stock_fleet, Fleet("bench-plugin") as plugin_fleet:
+        stock_p, stock_d = start_stock(stock_fleet)
+        plugin_p, plugin_d = start_plugin(plugin_fleet)
+        Fleet.ready(stock_p, stock_d, plugin_p, plugin_d)
+        proxies = {"stock": stock_fleet.proxy(stock_p, stock_d), "plugin": plugin_fleet.proxy(plugin_p, plugin_d)}
+        print(f"fleets up in {time.perf_counter() - started:.0f} s", flush=True)
+
+        seed = 50_000
+        for name, proxy in proxies.items():  # warm-up (first requests pay one-time costs), unmeasured
+            warm = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(args.warmup)]
+            batch(proxy.url, warm, 1, args.output_tokens)
+            seed += args.warmup
+
+        results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": []}
+                   for f in proxies for c in (1, 8)}
+        answers = {f: {} for f in proxies}
+        for r in range(args.rounds):
+            for c, n in ((1, args.requests_c1), (8, args.requests_c8)):
+                prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(n)]
+                seed += n
+                order = ["stock", "plugin"] if (r + c) % 2 == 0 else ["plugin", "stock"]
+                for f in order:  # both fleets get the same prompts, in alternating order
+                    ttfts, wall, got, errors = batch(proxies[f].url, prompts, c, args.output_tokens)
+                    row = results[(f, c)]
+                    row["ttft"] += ttfts
+                    row["wall"] += wall
+                    row["requests"] += len(ttfts)
+                    row["errors"] += errors
+                    answers[f].update(got)
+                    print(f"round {r + 1} c={c} {f}: {len(ttfts)} requests in {wall:.1f} s, "
+                          f"TTFT p50 {statistics.median(ttfts) * 1000:.0f} ms, {len(errors)} errors", flush=True)
+
+    common = set(answers["stock"]) & set(answers["plugin"])
+    differ = sorted(s for s in common if answers["stock"][s] != answers["plugin"][s])
+    report = {"machine_note": "2 cores shared with other work; both fleets measured alternately in one run",
+              "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens, "rounds": args.rounds,
+              "answers_compared": len(common), "answers_differing": len(differ), "rows": []}
+    print(f"\n{'fleet':8} {'c':>2} {'requests':>8} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'req/s':>7} {'errors':>6}")
+    for (f, c), row in results.items():
+        if not row["ttft"]:
+            raise RuntimeError(f"{f} c={c}: no request answered ({row['errors'][:3]})")
+        p50, p90 = percentile(row["ttft"], 50) * 1000, percentile(row["ttft"], 90) * 1000
+        rps = row["requests"] / row["wall"]
+        report["rows"].append({"fleet": f, "c": c, "requests": row["requests"], "ttft_p50_ms": round(p50, 1),
+                               "ttft_p90_ms": round(p90, 1), "requests_per_s": round(rps, 3),
+                               "errors": len(row["errors"])})
+        print(f"{f:8} {c:>2} {row['requests']:>8} {p50:>12.0f} {p90:>12.0f} {rps:>7.2f} {len(row['errors']):>6}")
+    by = {(x["fleet"], x["c"]): x for x in report["rows"]}
+    print("\nplugin / stock (target: TTFT <= 1.10x, requests/s >= 0.90x):")
+    for c in (1, 8):
+        s, p = by[("stock", c)], by[("plugin", c)]
+        ratios = {"ttft_p50": p["ttft_p50_ms"] / s["ttft_p50_ms"], "ttft_p90": p["ttft_p90_ms"] / s["ttft_p90_ms"],
+                  "requests_per_s": p["requests_per_s"] / s["requests_per_s"]}
+        report[f"ratios_c{c}"] = {k: round(v, 3) for k, v in ratios.items()}
+        print(f"  c={c}: TTFT p50 {ratios['ttft_p50']:.2f}x, p90 {ratios['ttft_p90']:.2f}x, "
+              f"requests/s {ratios['requests_per_s']:.2f}x")
+    print(f"answers compared between the fleets: {len(common)}, differing: {len(differ)}")
+    out = REPO / "target/vllm-bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"took {time.perf_counter() - started:.0f} s; results in {out / 'results.json'}")
+    if differ:
+        print(f"FAILED: the fleets answered {len(differ)} prompts differently", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

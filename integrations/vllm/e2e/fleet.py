@@ -1,0 +1,319 @@
+"""Processes of a vLLM P/D fleet on 127.0.0.1 for the end-to-end tests and the side-by-side bench.
+
+A `Fleet` owns every process it starts (vLLM servers, pd-connector services, the proxy) and stops all of them,
+in reverse order, when it is closed, also when a start or a test failed. Each process runs in its own session
+so that stopping it also stops the children it made (vLLM's engine core). Every wait has a deadline.
+
+Environment (all optional):
+  PD_VLLM_PYTHON     the venv's python that runs vLLM and the proxy (default: this interpreter)
+  PD_VLLM_MODEL      the tiny model (default <repo>/.cache/vllm/model, as setup-vllm.sh makes it)
+  PD_CONNECTOR_JAR   the packaged service (default <repo>/target/quarkus-app/quarkus-run.jar)
+  PD_NIXL_HOME       the unpacked NIXL wheel the service loads (default <repo>/.cache/nixl/nixl-cu12-1.5.1, or
+                     $PD_NIXL_CACHE/nixl-cu12-1.5.1)
+  JAVA_HOME          Java 25 (default /usr/lib/jvm/temurin-25-jdk-amd64)
+  PD_E2E_LOGS        where process logs go (default <repo>/target/vllm-e2e)
+A missing one of these fails loudly; nothing is skipped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+E2E_DIR = Path(__file__).resolve().parent
+VLLM_START_DEADLINE_S = float(os.environ.get("PD_E2E_VLLM_START_S", "600"))  # ~40 s idle, minutes on a busy machine
+PD_START_DEADLINE_S = 90.0
+# Every server of a fleet takes the same longest sequence; vLLM wants one block more than that, and the
+# reproducer's P has only 8 blocks of vLLM's CPU block size.
+BLOCK_TOKENS = 128
+MAX_MODEL_LEN = 896
+STOP_GRACE_S = 20.0
+
+# The KV transfer config of the plugin: vLLM's own extension point, no patch to vLLM.
+PLUGIN_MODULE = "pd_connector_vllm.connector"
+PLUGIN_CLASS = "PdConnector"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _path_from_env(var: str, default: Path, what: str) -> Path:
+    path = Path(os.environ.get(var) or default)
+    if not path.exists():
+        raise RuntimeError(f"{what} not found at {path} (set {var}, or run integrations/vllm/scripts/setup-vllm.sh "
+                           "and ./mvnw package / scripts/fetch-nixl.sh)")
+    return path
+
+
+def vllm_python() -> str:
+    return os.environ.get("PD_VLLM_PYTHON") or sys.executable
+
+
+def model_dir() -> Path:
+    return _path_from_env("PD_VLLM_MODEL", REPO / ".cache/vllm/model", "the tiny model")
+
+
+def geometry() -> dict:
+    """The model's KV geometry (make-tiny-model.py writes it beside the model)."""
+    return json.loads((model_dir() / "pd-geometry.json").read_text())
+
+
+def logs_dir() -> Path:
+    path = Path(os.environ.get("PD_E2E_LOGS") or REPO / "target/vllm-e2e")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def http_get(url: str, timeout_s: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Process:
+    """One child process with its log file; `stop` ends its whole session (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None):
+        self.name = name
+        self.cmd = cmd
+        self.log_path = logs_dir() / f"{name}.log"
+        self._log = open(self.log_path, "w")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.popen = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=full_env,
+                                      cwd=str(cwd) if cwd else None, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, url: str, deadline_s: float) -> None:
+        deadline = time.monotonic() + deadline_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited with {self.popen.returncode} before it was ready; "
+                                   f"log {self.log_path}:\n{self.tail()}")
+            try:
+                status, _ = http_get(url, timeout_s=2)
+                if status == 200:
+                    return
+                last = f"HTTP {status}"
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name} not ready at {url} within {deadline_s:.0f} s ({last}); "
+                           f"log {self.log_path}:\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.alive():
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.popen.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+        # The session may hold children (vLLM's engine core) even when the leader is gone.
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.popen.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + 10  # killed orphans are reaped by init a moment later
+        while not self.session_gone() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._log.close()
+
+    def session_gone(self) -> bool:
+        """True when no process of this one's session is left (what the cleanup test checks)."""
+        try:
+            os.killpg(self.popen.pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+
+
+@dataclass
+class Endpoint:
+    name: str
+    url: str
+    process: Process
+
+
+class Fleet:
+    """Starts processes and owns them; `close` stops all of them in reverse order of start."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.processes: list[Process] = []
+        self.stopped: list[Process] = []
+
+    def __enter__(self) -> "Fleet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        while self.processes:
+            process = self.processes.pop()
+            process.stop()
+            self.stopped.append(process)
+
+    def stop(self, endpoint: Endpoint) -> None:
+        endpoint.process.stop()
+        self.processes.remove(endpoint.process)
+        self.stopped.append(endpoint.process)
+
+    def _start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> Process:
+        process = Process(f"{self.label}-{name}", cmd, env)
+        self.processes.append(process)
+        return process
+
+    def vllm(self, name: str, kv_transfer_config: dict | None = None, num_blocks: int | None = None,
+             env: dict[str, str] | None = None, max_num_seqs: int | None = None, wait: bool = True) -> Endpoint:
+        """Starts a vLLM server; with wait=False the caller waits (`ready`), so several start at once."""
+        port = free_port()
+        cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir()),
+               "--served-model-name", "tiny", "--dtype", geometry()["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
+               "--max-model-len", str(MAX_MODEL_LEN), "--disable-uvicorn-access-log"]
+        if num_blocks is not None:
+            if (num_blocks - 1) * BLOCK_TOKENS < MAX_MODEL_LEN:
+                raise ValueError(f"{num_blocks} KV blocks cannot hold a {MAX_MODEL_LEN}-token sequence")
+            cmd += ["--num-gpu-blocks-override", str(num_blocks)]
+        if max_num_seqs is not None:
+            cmd += ["--max-num-seqs", str(max_num_seqs)]
+        if kv_transfer_config is not None:
+            cmd += ["--kv-transfer-config", json.dumps(kv_transfer_config)]
+        # One OpenMP thread, not bound: vLLM's default binds every instance's threads to all cores, and several
+        # instances (P, D, the reference) spinning on the same 2 cores decode at a fraction of a token per second.
+        full_env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO",
+                    "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "integrations/vllm"),
+                                                                os.environ.get("PYTHONPATH")]))}
+        full_env.update(env or {})
+        process = self._start(name, cmd, full_env)
+        endpoint = Endpoint(name, f"http://127.0.0.1:{port}", process)
+        if wait:
+            self.ready(endpoint)
+        return endpoint
+
+    @staticmethod
+    def ready(*vllm_servers: Endpoint) -> None:
+        deadline = time.monotonic() + VLLM_START_DEADLINE_S
+        for server in vllm_servers:
+            server.process.wait_ready(server.url + "/v1/models", max(1.0, deadline - time.monotonic()))
+
+    def stock_vllm(self, name: str, lease_s: int, num_blocks: int | None = None, **kw) -> Endpoint:
+        """vLLM with its own NixlConnector (each instance its own side-channel port)."""
+        config = {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_buffer_device": "cpu",
+                  "kv_connector_extra_config": {"kv_lease_duration": lease_s}}
+        env = {"VLLM_NIXL_SIDE_CHANNEL_PORT": str(free_port()), "VLLM_NIXL_SIDE_CHANNEL_HOST": "127.0.0.1"}
+        return self.vllm(name, config, num_blocks, env, **kw)
+
+    def plugin_vllm(self, name: str, pd: Endpoint, failure_policy: str = "fail", num_blocks: int | None = None,
+                    **kw) -> Endpoint:
+        """vLLM with the pd-connector plugin, talking to the pd-connector service `pd` beside it."""
+        config = {"kv_connector": PLUGIN_CLASS, "kv_connector_module_path": PLUGIN_MODULE, "kv_role": "kv_both",
+                  "kv_buffer_device": "cpu", "kv_load_failure_policy": failure_policy,
+                  "kv_connector_extra_config": {"pd_url": pd.url}}
+        return self.vllm(name, config, num_blocks, **kw)
+
+    def pd_service(self, name: str, role: str, lease: str = "30s", num_blocks: int = 256,
+                   peers: list[Endpoint] = (), extra: dict[str, str] | None = None) -> Endpoint:
+        """The packaged pd-connector, geometry from the model: P `producer`, D `consumer` listing P (static)."""
+        jar = _path_from_env("PD_CONNECTOR_JAR", REPO / "target/quarkus-app/quarkus-run.jar", "the packaged jar")
+        nixl_default = Path(os.environ.get("PD_NIXL_CACHE") or REPO / ".cache/nixl") / "nixl-cu12-1.5.1"
+        nixl = _path_from_env("PD_NIXL_HOME", nixl_default, "NIXL")
+        java = _path_from_env("JAVA_HOME", Path("/usr/lib/jvm/temurin-25-jdk-amd64"), "Java 25") / "bin/java"
+        g = geometry()
+        port = free_port()
+        work = logs_dir() / f"{self.label}-{name}"
+        work.mkdir(parents=True, exist_ok=True)
+        props = {
+            "quarkus.http.host": "127.0.0.1", "quarkus.http.port": str(port),
+            "pd.role": role, "pd.engine-id": f"{self.label}-{name}",
+            "pd.advertised-host": "127.0.0.1", "pd.advertised-port": str(port),
+            "pd.transfer.engine": "nixl", "pd.nixl.home": str(nixl),
+            "pd.model.layers": str(g["layers"]), "pd.model.kv-heads": str(g["kv_heads"]),
+            "pd.model.head-dim": str(g["head_dim"]), "pd.model.block-tokens": str(g["vllm_cpu_block_tokens"]),
+            "pd.model.dtype-bytes": str(g["dtype_bytes"]), "pd.kv.num-blocks": str(num_blocks),
+            "pd.lease.duration": lease, "pd.lease.state-dir": str(work / "state"), "pd.kv.shm-dir": str(work / "shm"),
+            # D's pull declines (409 with the reason); what the engine does then is vLLM's kv_load_failure_policy.
+            "pd.consumer.failure-policy": "fail",
+        }
+        if peers:
+            props["pd.registry.store"] = "static"
+            props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)
+        props.update(extra or {})
+        (work / "shm").mkdir(exist_ok=True)
+        cmd = [str(java), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "--enable-native-access=ALL-UNNAMED",
+               *[f"-D{k}={v}" for k, v in props.items()], "-jar", str(jar)]
+        process = self._start(name, cmd)
+        url = f"http://127.0.0.1:{port}"
+        process.wait_ready(url + "/q/health/ready", PD_START_DEADLINE_S)
+        return Endpoint(name, url, process)
+
+    def proxy(self, prefill: Endpoint, decode: Endpoint, name: str = "proxy") -> Endpoint:
+        port = free_port()
+        cmd = [vllm_python(), str(E2E_DIR / "pd_proxy.py"), "--port", str(port), "--prefill", prefill.url,
+               "--decode", decode.url]
+        process = self._start(name, cmd)
+        url = f"http://127.0.0.1:{port}"
+        process.wait_ready(url + "/healthcheck", 60)
+        return Endpoint(name, url, process)
+
+
+def wait_registry_lists(d: Endpoint, engine_id: str, deadline_s: float = 30.0) -> None:
+    """D's static registry fetches P every refresh; a pull before D lists P would be `unknown_peer`."""
+    deadline = time.monotonic() + deadline_s
+    body = b""
+    while time.monotonic() < deadline:
+        status, body = http_get(d.url + "/v1/registry")
+        if status == 200 and engine_id.encode() in body:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"{d.name} does not list {engine_id} within {deadline_s} s: {body[:500]!r}")
+
+
+def metric(endpoint: Endpoint, name: str, labels: dict[str, str] | None = None) -> float:
+    """Sum of a Prometheus counter's samples at the service's /q/metrics whose labels include `labels`."""
+    status, body = http_get(endpoint.url + "/q/metrics")
+    if status != 200:
+        raise RuntimeError(f"{endpoint.name} /q/metrics answered {status}")
+    total = 0.0
+    for line in body.decode().splitlines():
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric_name, _, label_text = head.partition("{")
+        if metric_name != name:
+            continue
+        if all(f'{k}="{v}"' in label_text for k, v in (labels or {}).items()):
+            total += float(value)
+    return total

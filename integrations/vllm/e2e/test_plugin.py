@@ -1,0 +1,125 @@
+"""vLLM P and D with the pd-connector plugin (loaded through kv_connector_module_path, vLLM unmodified), each
+beside a pd-connector service from the packaged jar, behind the same proxy as the stock run.
+
+The same reproducers as test_stock_nixl.py: where stock vLLM answers 200 with a wrong answer, D's pd-connector
+declines the pull (lease_mismatch) and vLLM's kv_load_failure_policy decides: `fail` fails the request (nothing
+wrong returned), `recompute` prefills locally and answers the reference. P and one D per policy run at once."""
+import openai
+import pytest
+
+from conftest import REPRODUCER_PROMPTS
+from fleet import Fleet, metric, wait_registry_lists
+from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, prefill_on_p, reuse,
+                      token_prompt)
+
+LEASE_S = 2
+
+
+class Decoder:
+    """D for one kv_load_failure_policy: its pd-connector (listing P) and its vLLM."""
+
+    def __init__(self, fleet: Fleet, pd_p, policy: str):
+        self.pd_d = fleet.pd_service(f"pd-d-{policy}", "consumer", lease=f"{LEASE_S}s", peers=[pd_p])
+        wait_registry_lists(self.pd_d, pd_p.process.name)
+        self.d = fleet.plugin_vllm(f"d-{policy}", self.pd_d, failure_policy=policy, wait=False)
+
+    def lease_declines(self) -> float:
+        return metric(self.pd_d, "pd_pull_declines_total", {"reason": "lease_mismatch"})
+
+
+class PluginFleet:
+    """P (vLLM with the plugin, 8 KV blocks, beside a producer pd-connector with 8 blocks and a 2 s lease) and one D
+    per policy, all started at once; the proxy fronts P and the `fail` D."""
+
+    def __init__(self, fleet: Fleet):
+        self.pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=P_BLOCKS)
+        self.decoders = {policy: Decoder(fleet, self.pd_p, policy) for policy in ("fail", "recompute")}
+        self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=P_BLOCKS, wait=False)
+        fleet.ready(self.p, *(dec.d for dec in self.decoders.values()))
+        self.proxy = fleet.proxy(self.p, self.decoders["fail"].d)
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    with Fleet("plugin") as fleet:
+        yield PluginFleet(fleet)
+    assert all(p.session_gone() for p in fleet.stopped), "a process of the plugin fleet outlived its fleet"
+
+
+def test_plugin_pd_answers_equal_one_instance(plugin, reference):
+    c = client(plugin.proxy.url)
+    mismatches = {}
+    for case in equality_cases():
+        got = ask(c, case)
+        if got != reference.equality[case.name]:
+            mismatches[case.name] = (got, reference.equality[case.name])
+    assert not mismatches, f"P/D through pd-connector answered differently from one instance: {mismatches}"
+    assert plugin.decoders["fail"].lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
+
+
+def assert_failed_with_lease_reason(status, body, decoder, declines_before):
+    assert status >= 500, f"D answered {status} {body}: a decode from KV whose lease had run out was returned"
+    assert answer_text(body) is None, f"D returned an answer for a failed load: {body}"
+    assert decoder.lease_declines() > declines_before, "D's pd-connector counted no lease_mismatch decline"
+    assert "lease_mismatch" in decoder.d.process.log_text(), "D's vLLM log does not name the decline reason"
+
+
+def test_plugin_fail_seed_reproducer_fails_the_request(plugin, reference):
+    decoder = plugin.decoders["fail"]
+    before = decoder.lease_declines()
+    name = "plugin-fail-seed"
+    status, body = Reproducer(lease_s=LEASE_S).run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
+    assert_failed_with_lease_reason(status, body, decoder, before)
+
+
+def test_plugin_fail_request_id_reuse(plugin, reference):
+    decoder = plugin.decoders["fail"]
+    before = decoder.lease_declines()
+    (late_status, late), (second_status, second) = reuse(
+        plugin.p.url, decoder.d.url, Reproducer(lease_s=LEASE_S), "plugin-fail",
+        (REPRODUCER_PROMPTS["plugin-fail-reuse-1"], REPRODUCER_PROMPTS["plugin-fail-reuse-2"]))
+    assert_failed_with_lease_reason(late_status, late, decoder, before)
+    assert second_status == 200 and answer_text(second) == reference.reproducer["plugin-fail-reuse-2"], \
+        f"attempt 2's reader: {second_status} {second}"
+
+
+def test_plugin_fail_seen_through_the_openai_client(plugin):
+    """What a user of the OpenAI client sees when D's load is declined under `fail`: an error status, no text.
+    (The client sends P's saved, expired params itself, as a router replaying them would.)"""
+    decoder = plugin.decoders["fail"]
+    before = decoder.lease_declines()
+    prompt = token_prompt(8100, 300)
+    saved = prefill_on_p(plugin.p.url, prompt, "client-fail")
+    reproducer = Reproducer(lease_s=LEASE_S)
+    reproducer.wait_past_lease()
+    reproducer.flood_p(plugin.p.url, "client-fail")
+    reproducer.wait_past_lease()
+    with pytest.raises(openai.APIStatusError) as failure:
+        client(decoder.d.url).completions.create(
+            model="tiny", prompt=prompt, max_tokens=16, temperature=0,
+            extra_body={"ignore_eos": True, "kv_transfer_params": saved["kv_transfer_params"]})
+    assert failure.value.status_code >= 500
+    assert decoder.lease_declines() > before
+
+
+def test_plugin_recompute_seed_reproducer_answers_the_reference(plugin, reference):
+    decoder = plugin.decoders["recompute"]
+    before = decoder.lease_declines()
+    name = "plugin-recompute-seed"
+    status, body = Reproducer(lease_s=LEASE_S).run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
+    assert status == 200, f"D answered {status}: {body}"
+    assert answer_text(body) == reference.reproducer[name], "D recomputed but answered other than the reference"
+    assert decoder.lease_declines() > before, "no lease_mismatch decline: the pull was not the reproducer's late one"
+
+
+def test_plugin_recompute_request_id_reuse(plugin, reference):
+    decoder = plugin.decoders["recompute"]
+    before = decoder.lease_declines()
+    (late_status, late), (second_status, second) = reuse(
+        plugin.p.url, decoder.d.url, Reproducer(lease_s=LEASE_S), "plugin-recompute",
+        (REPRODUCER_PROMPTS["plugin-recompute-reuse-1"], REPRODUCER_PROMPTS["plugin-recompute-reuse-2"]))
+    assert late_status == 200 and answer_text(late) == reference.reproducer["plugin-recompute-reuse-1"], \
+        f"attempt 1's late reader: {late_status} {late}"
+    assert second_status == 200 and answer_text(second) == reference.reproducer["plugin-recompute-reuse-2"], \
+        f"attempt 2's reader: {second_status} {second}"
+    assert decoder.lease_declines() > before

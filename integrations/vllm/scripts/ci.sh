@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The CI stage of the vLLM integration (scripts/test: `stage vllm ...`), after `./mvnw verify` packaged the jar:
+#   1. setup-vllm.sh: vLLM's CPU build, NIXL's Python packages, pytest and the tiny model in a cached venv
+#      (installed once per cache; the plugin package installed editable);
+#   2. the plugin's own tests (integrations/vllm/tests), against the packaged jar where they need a service;
+#   3. the end-to-end tests (integrations/vllm/e2e): one vLLM instance for the reference answers, stock P/D with
+#      vLLM's NixlConnector, then P/D with the plugin beside two pd-connector services, all behind the same proxy.
+# Every process listens on 127.0.0.1 and is stopped by the harness. Logs and JUnit reports: target/vllm-e2e/.
+# Prints each step's time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$root"
+started=$SECONDS
+
+fail() { echo "vllm-ci: FAILED: $*" >&2; exit 1; }
+
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+export PD_CONNECTOR_JAR=${PD_CONNECTOR_JAR:-$root/target/quarkus-app/quarkus-run.jar}
+export PD_NIXL_HOME=${PD_NIXL_HOME:-${PD_NIXL_CACHE:-$root/.cache/nixl}/nixl-cu12-1.5.1}
+[ -f "$PD_CONNECTOR_JAR" ] || fail "no packaged service at $PD_CONNECTOR_JAR (./mvnw -B -ntp package runs first)"
+[ -d "$PD_NIXL_HOME" ] || fail "no NIXL at $PD_NIXL_HOME (scripts/fetch-nixl.sh unpacks it)"
+[ -d integrations/vllm/pd_connector_vllm ] && [ -f integrations/vllm/pyproject.toml ] \
+  || fail "the plugin package (integrations/vllm/pd_connector_vllm, pyproject.toml) is missing"
+
+t0=$SECONDS
+mkdir -p target
+bash integrations/vllm/scripts/setup-vllm.sh | tee target/setup-vllm.out
+export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' target/setup-vllm.out)
+export PD_VLLM_MODEL=$(sed -n 's/^setup-vllm: model=//p' target/setup-vllm.out)
+[ -x "$PD_VLLM_PYTHON" ] || fail "setup-vllm.sh named no python"
+echo "vllm-ci: setup took $((SECONDS - t0)) s"
+
+out=$root/target/vllm-e2e
+mkdir -p "$out"
+export PD_E2E_LOGS=$out
+
+t0=$SECONDS
+"$PD_VLLM_PYTHON" -m pytest -p no:cacheprovider -q integrations/vllm/tests --junitxml="$out/plugin-tests.xml"
+echo "vllm-ci: plugin tests took $((SECONDS - t0)) s"
+
+t0=$SECONDS
+"$PD_VLLM_PYTHON" -m pytest -p no:cacheprovider -v -s integrations/vllm/e2e --junitxml="$out/e2e.xml"
+echo "vllm-ci: end-to-end tests took $((SECONDS - t0)) s"
+
+echo "vllm-ci: took $((SECONDS - started)) s"

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Writes a tiny Qwen2-architecture model that vLLM's CPU build can serve, without the model hub.
+
+    python integrations/vllm/scripts/make-tiny-model.py OUT_DIR [--seed 20261130]
+
+The same seed gives the same files, byte for byte (the script prints a digest of them): a config.json, a
+byte-level BPE tokenizer trained with `tokenizers` on a corpus built into this script, and random weights
+saved as safetensors. The weights are normal with std 0.3 rather than the usual 0.02: with small weights the
+next token hardly depends on the context, and the end-to-end tests must see a decode from the wrong KV give
+a different answer than the reference (docs: /work/shared/VLLM-NOTES.md, "A model without the hub").
+
+Geometry (what a pd-connector beside a vLLM instance serving this model must be configured with):
+2 layers, 2 KV heads, head dim 32. The weights are stored as float32, but vLLM's CPU backend serves a float32
+checkpoint in bfloat16 by default, so its KV cache holds 2-byte values (pd.model.dtype-bytes=2); the tests pass
+`--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks.
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import sys
+
+HIDDEN = 128
+LAYERS = 2
+HEADS = 4
+KV_HEADS = 2
+HEAD_DIM = HIDDEN // HEADS
+INTERMEDIATE = 256
+VOCAB = 512
+MAX_POSITIONS = 4096
+WEIGHT_STD = 0.3
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+# A Qwen-style chat template, so /v1/chat/completions works on the tiny model.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+_SEED_TEXT = """\
+The prefill instance computes the key and value cache of a prompt, and the decode instance reads it and
+continues. A lease proves that the bytes read were still the producer's when the read finished.
+Blocks of one hundred and twenty eight tokens move between engines; each block holds every layer.
+Routers forward the transfer parameters verbatim; a decline makes the decoder fail or recompute.
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 42 128 300 1024 2026. Punctuation: , . ; : ! ? ( ) [ ] { } " ' - / = +
+"""
+
+_WORDS = (
+    "cache block lease nonce slot prefill decode engine router token layer head value key tensor shared "
+    "memory agent read write finish reserve release verify reject retry request answer prompt model vector "
+    "river mountain garden window orange yellow purple silver market winter summer morning evening quiet "
+    "fast slow small large early late bright dark open closed north south east west paper stone glass "
+    "the a of and to in is was for on with as by at from that this it be are or an not"
+).split()
+
+
+def corpus(seed):
+    """A fixed corpus: the seed text plus sentences drawn from a word list with a seeded generator."""
+    rng = random.Random(seed)
+    lines = _SEED_TEXT.splitlines()
+    for _ in range(3000):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(4, 14))]
+        sentence = " ".join(words).capitalize()
+        if rng.random() < 0.3:
+            sentence += " " + str(rng.randint(0, 9999))
+        lines.append(sentence + rng.choice([".", ".", ".", "?", "!", ";"]))
+    return lines
+
+
+def train_tokenizer(seed):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus(seed), trainer=trainer)
+    return tokenizer
+
+
+def qwen2_config(tokenizer):
+    from transformers import Qwen2Config
+
+    eos = tokenizer.token_to_id("<|endoftext|>")
+    return Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=MAX_POSITIONS,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        use_sliding_window=False,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        pad_token_id=eos,
+        torch_dtype="float32",
+        architectures=["Qwen2ForCausalLM"],
+    )
+
+
+def random_weights(model, seed):
+    """Every matrix and bias normal(0, WEIGHT_STD) from one seeded numpy generator (stable across torch
+    versions); norm scales stay 1 so activations keep their scale."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            if name.endswith("norm.weight"):
+                param.fill_(1.0)
+            else:
+                values = rng.normal(0.0, WEIGHT_STD, size=tuple(param.shape)).astype(np.float32)
+                param.copy_(torch.from_numpy(values))
+
+
+def digest(out_dir):
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(out_dir)):
+        h.update(name.encode())
+        with open(os.path.join(out_dir, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--seed", type=int, default=20261130)
+    args = parser.parse_args(argv)
+
+    from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
+    import torch
+
+    torch.manual_seed(args.seed)  # module init draws from torch's generator before our weights replace it
+    os.makedirs(args.out_dir, exist_ok=True)
+    tokenizer = train_tokenizer(args.seed)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+        model_max_length=MAX_POSITIONS,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(args.out_dir)
+
+    config = qwen2_config(tokenizer)
+    model = Qwen2ForCausalLM(config).to(torch.float32)
+    random_weights(model, args.seed)
+    model.save_pretrained(args.out_dir, safe_serialization=True)
+
+    # The geometry a pd-connector beside this model needs, next to the model (read by the e2e harness).
+    with open(os.path.join(args.out_dir, "pd-geometry.json"), "w") as f:
+        json.dump({"layers": LAYERS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "vllm_dtype": "bfloat16",
+                   "dtype_bytes": 2, "vllm_cpu_block_tokens": 128}, f, indent=2, sort_keys=True)
+        f.write("\n")
+    print(f"tiny model in {args.out_dir}: {LAYERS} layers, {KV_HEADS} KV heads, head dim {HEAD_DIM}, "
+          f"vocab {VOCAB}, float32 weights (served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
