@@ -42,13 +42,24 @@ final class FaultInjectingAgent implements TransferAgent {
         FaultPlan plan = engine.plan();
         boolean hit = engine.strikes(slotRead, sourceRank(remote.owner()));
         if (hit && plan.action() == FaultPlan.Action.HOLD) {
-            LockSupport.parkNanos(plan.duration().toNanos()); // the caller's loop stalls, as a hung call would
+            hold(plan.duration().toNanos());
         }
         ReadRequest request = inner.postRead(local, localIndices, remote, remoteIndices, notification);
         if (hit && plan.action() != FaultPlan.Action.HOLD) {
             strikes.put(request, new Strike(plan.action(), System.nanoTime() + plan.duration().toNanos()));
         }
         return request;
+    }
+
+    /**
+     * The caller's loop stalls for the whole duration, as a hung call would: a loop is unparked whenever
+     * a command arrives, and an unpark must not end the stall early.
+     */
+    private static void hold(long nanos) {
+        long end = System.nanoTime() + nanos;
+        for (long left = nanos; left > 0; left = end - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
     }
 
     @Override
