@@ -99,9 +99,19 @@ container_pids() {
   done
   return 0
 }
+# The processes under a pid, children first (buildah run -> buildah-chroot-exec -> sh -> java).
+descendants() {
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    descendants "$child"
+    echo "$child"
+  done
+}
 cleanup() {
   local pid
-  for pid in $(container_pids); do kill "$pid" 2>/dev/null || true; done
+  # By root and by parentage: under chroot isolation a process's root need not read back as the mount,
+  # and a JVM left running keeps P's KV file locked for the next run (HELPER_FILE_IN_USE).
+  for pid in $(container_pids) ${runner:+$(descendants "$runner")}; do kill "$pid" 2>/dev/null || true; done
   [ -n "${runner:-}" ] && wait "$runner" 2>/dev/null || true
   buildah "${store[@]}" umount "$ctr" >/dev/null 2>&1 || true
   buildah "${store[@]}" rm "$ctr" >/dev/null 2>&1 || true
@@ -139,7 +149,7 @@ prompt="the quick brown fox jumps over the lazy dog"
 curl -sf --max-time 30 "$url/v1/producer/prefill" -H 'content-type: application/json' -d "{
   \"request_id\": \"image-check\", \"prompt\": \"$prompt\", \"kv_transfer_params\": {\"do_remote_decode\": true}}" \
   -o "$run/prefill.json" || { echo "image-check: FAIL: prefill refused" >&2; tail -30 "$log" >&2; exit 1; }
-curl -sf --max-time 30 "$url/v1/consumer/pull" -H 'content-type: application/json' -d "{
+curl -sf --max-time 30 "$url/v1/consumer/pull?matches_reference=true" -H 'content-type: application/json' -d "{
   \"request_id\": \"image-check\", \"prompt\": \"$prompt\",
   \"kv_transfer_params\": $(jq .kv_transfer_params "$run/prefill.json")}" -o "$run/pull.json" \
   || { echo "image-check: FAIL: pull refused" >&2; tail -30 "$log" >&2; exit 1; }
