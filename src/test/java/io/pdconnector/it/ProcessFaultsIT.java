@@ -248,6 +248,10 @@ class ProcessFaultsIT {
             clients.shutdownNow();
         }
         System.out.println("ProcessFaultsIT P and D restarted under load: " + outcomes);
+        // A prefill whose pull found D restarting holds its lease until expiry; 2 clients make 8 of those
+        // (all 64 blocks) in well under the 2 s lease. Once those have expired, P must have every block back.
+        p.awaitStatus("P's leases of unreachable pulls expired",
+                s -> s.path("producer").path("blocks_in_use").asInt() == 0, LEASE.plusSeconds(10));
         int[] tokens = prompt(SEED.getAndIncrement(), 40);
         assertEquals("received", judge(d.pull("after-restarts", tokens, p.prefill("after-restarts", tokens))));
         assertEquals(204, d.delete("/v1/consumer/requests/after-restarts").status());
