@@ -9,7 +9,6 @@ import io.pdconnector.it.ServiceProcess.Reply;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,25 +44,11 @@ class FaultInjectionIT {
     private ServiceProcess d;
 
     private void startPair(String name, Map<String, String> decoderSettings) throws Exception {
-        Map<String, String> pm = new LinkedHashMap<>();
-        pm.put("pd.engine-id", "fi-p-" + name);
-        pm.put("pd.role", "producer");
-        pm.put("pd.kv.num-blocks", "64");
-        pm.put("pd.kv.max-num-seqs", "16");
-        pm.put("pd.lease.duration", LEASE.toMillis() + "ms");
-        pm.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
-        pm.put("pd.lease.state-dir", Files.createDirectories(TARGET.resolve("it-state")).resolve("fi-" + name)
-                .toString());
-        p = ServiceProcess.start("p-" + name, pm, LOGS);
-        Map<String, String> dm = new LinkedHashMap<>();
-        dm.put("pd.engine-id", "fi-d-" + name);
-        dm.put("pd.role", "consumer");
-        dm.put("pd.kv.num-blocks", "128");
-        dm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        p = ServiceProcess.start("p-" + name, PairSettings.producer("fi-p-" + name, "fi-" + name, 64, 16, LEASE),
+                LOGS);
+        Map<String, String> dm = PairSettings.consumer("fi-d-" + name, "127.0.0.1:" + p.port, 128, LEASE);
         dm.put("pd.consumer.heartbeat-interval", "250ms");
         dm.put("pd.consumer.pull-timeout", "5s");
-        dm.put("pd.registry.store", "static");
-        dm.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
         dm.put("pd.registry.static.refresh-interval", "500ms");
         dm.put("pd.faults.enabled", "true");
         dm.putAll(decoderSettings);

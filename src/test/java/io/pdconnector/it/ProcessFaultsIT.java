@@ -6,10 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.pdconnector.it.ServiceProcess.Reply;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,25 +40,11 @@ class ProcessFaultsIT {
     private Map<String, String> dm;
 
     private void startPair(String name) throws Exception {
-        pm = new LinkedHashMap<>();
-        pm.put("pd.engine-id", "faults-p-" + name);
-        pm.put("pd.role", "producer");
-        pm.put("pd.kv.num-blocks", "64");
-        pm.put("pd.kv.max-num-seqs", "16");
-        pm.put("pd.lease.duration", LEASE.toMillis() + "ms");
-        pm.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
-        Path state = Files.createDirectories(TARGET.resolve("it-state")).resolve("faults-" + name);
-        pm.put("pd.lease.state-dir", state.toString());
+        pm = PairSettings.producer("faults-p-" + name, "faults-" + name, 64, 16, LEASE);
         p = ServiceProcess.start("p-" + name, pm, LOGS);
-        dm = new LinkedHashMap<>();
-        dm.put("pd.engine-id", "faults-d-" + name);
-        dm.put("pd.role", "consumer");
-        dm.put("pd.kv.num-blocks", "128");
-        dm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        dm = PairSettings.consumer("faults-d-" + name, "127.0.0.1:" + p.port, 128, LEASE);
         dm.put("pd.consumer.heartbeat-interval", "250ms");
         dm.put("pd.consumer.pull-timeout", "5s");
-        dm.put("pd.registry.store", "static");
-        dm.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
         dm.put("pd.registry.static.refresh-interval", "500ms");
         d = ServiceProcess.start("d-" + name, dm, LOGS);
         p.awaitReady(READY);

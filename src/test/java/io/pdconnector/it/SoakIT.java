@@ -6,12 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.pdconnector.it.ServiceProcess.Reply;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -64,24 +62,10 @@ class SoakIT {
     }
 
     private void startPair() throws Exception {
-        Map<String, String> pm = new LinkedHashMap<>();
-        pm.put("pd.engine-id", "soak-p");
-        pm.put("pd.role", "producer");
-        pm.put("pd.kv.num-blocks", "512");
-        pm.put("pd.kv.max-num-seqs", "128");
-        pm.put("pd.lease.duration", LEASE.toMillis() + "ms");
-        pm.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
-        pm.put("pd.lease.state-dir", Files.createDirectories(TARGET.resolve("it-state")).resolve("soak").toString());
-        p = ServiceProcess.start("p", pm, LOGS);
-        Map<String, String> dm = new LinkedHashMap<>();
-        dm.put("pd.engine-id", "soak-d");
-        dm.put("pd.role", "consumer");
-        dm.put("pd.kv.num-blocks", "512");
-        dm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        p = ServiceProcess.start("p", PairSettings.producer("soak-p", "soak", 512, 128, LEASE), LOGS);
+        Map<String, String> dm = PairSettings.consumer("soak-d", "127.0.0.1:" + p.port, 512, LEASE);
         dm.put("pd.consumer.heartbeat-interval", "250ms");
         dm.put("pd.consumer.pull-timeout", "10s");
-        dm.put("pd.registry.store", "static");
-        dm.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
         dm.put("pd.faults.enabled", "true");
         dm.put("pd.faults.read-kind", "block");
         dm.put("pd.faults.action", "delay");

@@ -5,11 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.pdconnector.it.ServiceProcess.Reply;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -58,24 +56,11 @@ class TwoProcessScheduleIT {
 
     @BeforeAll
     static void start() throws Exception {
-        pm = new LinkedHashMap<>();
-        pm.put("pd.engine-id", "sched-p");
-        pm.put("pd.role", "producer");
-        pm.put("pd.kv.num-blocks", "96");
-        pm.put("pd.kv.max-num-seqs", "12");
-        pm.put("pd.lease.duration", LEASE.toMillis() + "ms");
-        pm.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
-        pm.put("pd.lease.state-dir", Files.createDirectories(TARGET.resolve("it-state")).resolve("sched").toString());
+        pm = PairSettings.producer("sched-p", "sched", 96, 12, LEASE);
         p = ServiceProcess.start("p", pm, LOGS);
-        Map<String, String> dm = new LinkedHashMap<>();
-        dm.put("pd.engine-id", "sched-d");
-        dm.put("pd.role", "consumer");
-        dm.put("pd.kv.num-blocks", "128");
-        dm.put("pd.lease.duration", LEASE.toMillis() + "ms");
+        Map<String, String> dm = PairSettings.consumer("sched-d", "127.0.0.1:" + p.port, 128, LEASE);
         dm.put("pd.consumer.heartbeat-interval", "200ms");
         dm.put("pd.consumer.pull-timeout", "3s");
-        dm.put("pd.registry.store", "static");
-        dm.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
         dm.put("pd.registry.static.refresh-interval", "300ms");
         dm.put("pd.faults.enabled", "true");
         dm.put("pd.faults.read-kind", "block");
