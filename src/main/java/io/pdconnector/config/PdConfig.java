@@ -279,6 +279,20 @@ public interface PdConfig {
         @WithDefault("none")
         @Pattern(regexp = "none|vllm:")
         String prefix();
+
+        /**
+         * The {@code model_name} label of the upstream-named metrics: vLLM labels its own with the served
+         * model name ({@code --served-model-name}, else the model path), so set the same value for a vLLM
+         * dashboard's model selector to find this instance's too. Prometheus drops an empty label, hence a word.
+         */
+        @WithDefault("unknown")
+        @NotBlank
+        String modelName();
+
+        /** The {@code engine} label of the upstream-named metrics: vLLM's engine index (its data-parallel rank). */
+        @WithDefault("0")
+        @Pattern(regexp = "[0-9]{1,4}")
+        String engine();
     }
 
     interface Transfer {

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerCounters;
@@ -29,7 +30,8 @@ import java.util.stream.IntStream;
  * Prometheus metrics. Meters are built once; the loops' counters and gauges are read at scrape time,
  * so nothing looks a meter up per transfer. Upstream names (vLLM's NIXL connector's {@code nixl_*})
  * carry the configured prefix ({@code pd.metrics.prefix}: none or {@code vllm:}); the project's own
- * are {@code pd_*}.
+ * are {@code pd_*}. Upstream-named meters carry upstream's labels, {@code model_name} and {@code engine}, so
+ * a vLLM dashboard's selectors match them.
  */
 @ApplicationScoped
 public class ConnectorMetrics implements LeaseObserver, PullObserver {
@@ -47,6 +49,7 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
 
     private final MeterRegistry registry;
     private final String upstream;
+    private final Tags upstreamTags;
     private final Timer xferTime;
     private final Timer postTime;
     private final DistributionSummary bytesTransferred;
@@ -59,16 +62,20 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
     public ConnectorMetrics(MeterRegistry registry, PdConfig config) {
         this.registry = registry;
         this.upstream = config.metrics().prefix().equals("none") ? "" : config.metrics().prefix();
-        xferTime = Timer.builder(upstream + "nixl_xfer_time").description("Block READ time, post to completion")
+        this.upstreamTags = Tags.of("model_name", config.metrics().modelName(), "engine", config.metrics().engine());
+        xferTime = Timer.builder(upstream + "nixl_xfer_time").tags(upstreamTags)
+                .description("Block READ time, post to completion")
                 .serviceLevelObjectives(seconds(UPSTREAM_XFER_SECONDS)).register(registry);
-        postTime = Timer.builder(upstream + "nixl_post_time").description("Time spent in the post call of a block READ")
+        postTime = Timer.builder(upstream + "nixl_post_time").tags(upstreamTags)
+                .description("Time spent in the post call of a block READ")
                 .serviceLevelObjectives(seconds(UPSTREAM_POST_SECONDS)).register(registry);
-        bytesTransferred = DistributionSummary.builder(upstream + "nixl_bytes_transferred")
+        bytesTransferred = DistributionSummary.builder(upstream + "nixl_bytes_transferred").tags(upstreamTags)
                 .description("Bytes per block READ").serviceLevelObjectives(UPSTREAM_BYTES).register(registry);
-        descriptors = DistributionSummary.builder(upstream + "nixl_num_descriptors")
+        descriptors = DistributionSummary.builder(upstream + "nixl_num_descriptors").tags(upstreamTags)
                 .description("Descriptors per block READ").serviceLevelObjectives(UPSTREAM_DESCRIPTORS)
                 .register(registry);
-        failedTransfers = Counter.builder(upstream + "nixl_num_failed_transfers").description("Block READs that failed")
+        failedTransfers = Counter.builder(upstream + "nixl_num_failed_transfers").tags(upstreamTags)
+                .description("Block READs that failed")
                 .register(registry);
         leaseDuration = Timer.builder("pd_lease_duration").description("How long P held a lease, export to release")
                 .publishPercentileHistogram().register(registry);
@@ -89,8 +96,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
     }
 
     public void bindProducer(ProducerCounters c, LoopGauges g) {
-        counter(upstream + "nixl_num_kv_expired_reqs", "Leases that expired unread", c.leasesExpired);
-        counter(upstream + "nixl_num_notifications_after_expiry", "Read notifications naming a lease P no longer"
+        upstreamCounter("nixl_num_kv_expired_reqs", "Leases that expired unread", c.leasesExpired);
+        upstreamCounter("nixl_num_notifications_after_expiry", "Read notifications naming a lease P no longer"
                 + " holds (expired, aborted, or its id taken by a later attempt): the reader may have read blocks"
                 + " already reused; one per notification", c.notificationsAfterExpiry);
         counter("pd_leases_max_lifetime", "Expired leases whose heartbeats asked for more than pd.lease.max-lifetime"
@@ -119,8 +126,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
     }
 
     public void bindConsumer(ConsumerCounters c, LoopGauges g) {
-        counter(upstream + "nixl_num_lease_check_failures", "Pulls whose lease check failed (L7)", c.leaseCheckFailures);
-        counter(upstream + "nixl_num_failed_notifications", "Notifications D could not send", c.notificationFailures);
+        upstreamCounter("nixl_num_lease_check_failures", "Pulls whose lease check failed (L7)", c.leaseCheckFailures);
+        upstreamCounter("nixl_num_failed_notifications", "Notifications D could not send", c.notificationFailures);
         FunctionCounter.builder("pd_pulls", c.received, AtomicLong::doubleValue).tag("outcome", "received")
                 .description("Pulls by outcome").register(registry);
         FunctionCounter.builder("pd_pulls", c.declined, AtomicLong::doubleValue).tag("outcome", "declined")
@@ -175,6 +182,11 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
                 .description("Commands waiting for the step loop").register(registry);
         FunctionCounter.builder("pd_commands_refused", g, LoopGauges::commandsRefused).tag("side", side)
                 .description("Requests refused 503 queue-full: the step loop's command queue was full")
+                .register(registry);
+    }
+
+    private void upstreamCounter(String name, String help, AtomicLong value) {
+        FunctionCounter.builder(upstream + name, value, AtomicLong::doubleValue).tags(upstreamTags).description(help)
                 .register(registry);
     }
 

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 /**
  * With {@code pd.metrics.prefix=vllm:}, {@code /q/metrics} carries vLLM 0.32's NIXL connector families by
  * their upstream names and types, as listed in the README (the list an operator reads), and no other
- * {@code nixl_} family than the project's own listed beside it: a dashboard built for vLLM works unchanged.
+ * {@code nixl_} family than the project's own listed beside it, each labelled {@code model_name} and {@code engine}
+ * as upstream labels them: a dashboard built for vLLM works unchanged.
  */
 @QuarkusTest
 @TestProfile(VllmPrefixProfile.class)
@@ -42,6 +43,21 @@ class UpstreamMetricNamesQuarkusTest {
                         "series " + name + series + " scraped as upstream's");
             }
         });
+    }
+
+    @Test
+    void everyNixlSampleCarriesUpstreamsModelNameAndEngineLabels() {
+        String body = scrape();
+        Matcher sample = Pattern.compile("(?m)^(vllm:nixl_[a-z_]+)(\\{[^}]*\\})? \\S+$").matcher(body);
+        int samples = 0;
+        while (sample.find()) {
+            String labels = sample.group(2) == null ? "" : sample.group(2);
+            assertTrue(labels.contains("model_name=\"" + VllmPrefixProfile.MODEL_NAME + "\"")
+                    && labels.contains("engine=\"" + VllmPrefixProfile.ENGINE + "\""),
+                    "upstream's labels on " + sample.group(1) + labels);
+            samples++;
+        }
+        assertTrue(samples >= 8, "nixl samples scraped: " + samples);
     }
 
     @Test
