@@ -11,7 +11,6 @@ import io.pdconnector.controlplane.EtcdClients.EtcdCallException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -36,7 +35,7 @@ import org.jboss.logging.Logger;
 public final class EtcdStore implements RegistryStore {
 
     private static final Logger LOG = Logger.getLogger(EtcdStore.class);
-    static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+    static final Duration FIRST_BACKOFF = EtcdReachability.FIRST_BACKOFF;
     /** How long gRPC takes to route around a member that went away, seen at well under 100 ms. */
     private static final Duration SETTLE = Duration.ofMillis(250);
 
@@ -47,6 +46,7 @@ public final class EtcdStore implements RegistryStore {
     private final String instancesPrefix;
     private final EtcdWorker worker;
     private final EtcdLease lease;
+    private final EtcdReachability reachability;
     /** What publish last asked for; null before it and after a withdraw. */
     private final AtomicReference<InstanceRecord> desired = new AtomicReference<>();
     private volatile boolean closed;
@@ -57,12 +57,7 @@ public final class EtcdStore implements RegistryStore {
     private EtcdWatch watch;
     private ScheduledFuture<?> retry;
     private ScheduledFuture<?> check;
-    private Duration backoff = FIRST_BACKOFF;
-    private volatile boolean everConnected;
-    private volatile boolean connected;
     private volatile Written written;
-    private volatile String problem = "not contacted yet";
-    private volatile long lostAtMillis;
 
     /** Builds the client (no connection yet); unusable TLS files are an {@link IllegalArgumentException} here. */
     public EtcdStore(EtcdSettings settings, RecordCodec codec, RegistryCounters counters) {
@@ -72,6 +67,7 @@ public final class EtcdStore implements RegistryStore {
         this.instancesPrefix = settings.prefix() + "instances/";
         this.client = EtcdClients.build(settings);
         this.worker = new EtcdWorker("etcd-store", settings.callTimeout());
+        this.reachability = new EtcdReachability(settings.endpoints(), settings.maxBackoff(), counters.reconnects);
         this.lease = new EtcdLease(client.getLeaseClient(), settings.ttl(), settings.callTimeout(), new LeaseEvents());
     }
 
@@ -114,7 +110,7 @@ public final class EtcdStore implements RegistryStore {
         Written w = written;
         boolean ownPublished = own != null && w != null && w.record() == own && w.leaseId() == lease.id()
                 && lease.live();
-        boolean reachable = !closed && connected && (!lease.held() || lease.live());
+        boolean reachable = !closed && reachability.answering() && (!lease.held() || lease.live());
         return new StoreHealth(reachable, ownPublished, detail(reachable, own, ownPublished));
     }
 
@@ -138,7 +134,7 @@ public final class EtcdStore implements RegistryStore {
         if (closed) {
             return;
         }
-        if (!connected) {
+        if (!reachability.answering()) {
             EtcdClients.resetConnectBackoff(client);
         }
         try {
@@ -149,7 +145,7 @@ public final class EtcdStore implements RegistryStore {
             if (view != null) {
                 rewatch();
             }
-            connected();
+            reachability.answered(view == null ? 0 : view.size());
         } catch (EtcdCallException e) {
             lost(e);
         }
@@ -174,7 +170,7 @@ public final class EtcdStore implements RegistryStore {
         try {
             writeOwn(own);
         } catch (EtcdCallException e) {
-            if (connected) {
+            if (reachability.answering()) {
                 doubt();
             } else {
                 lost(e);
@@ -224,7 +220,7 @@ public final class EtcdStore implements RegistryStore {
 
     /** Something failed while connected: ask etcd again shortly, and only then call it lost. */
     private void doubt() {
-        if (!closed && connected && retry == null && check == null) {
+        if (!closed && reachability.answering() && retry == null && check == null) {
             check = worker.schedule(this::confirm, SETTLE);
         }
     }
@@ -253,7 +249,7 @@ public final class EtcdStore implements RegistryStore {
 
     /** Whether etcd answers while connected (false when not connected, closed or reconnecting). */
     private boolean probe() {
-        if (closed || !connected || retry != null) {
+        if (closed || !reachability.answering() || retry != null) {
             return false;
         }
         try {
@@ -266,32 +262,11 @@ public final class EtcdStore implements RegistryStore {
         }
     }
 
-    private void connected() {
-        backoff = FIRST_BACKOFF;
-        if (!connected && everConnected) {
-            counters.reconnects.incrementAndGet();
-            LOG.infof("etcd at %s answers again after %d ms; own record written, %d records read, watching",
-                    settings.endpoints(), System.currentTimeMillis() - lostAtMillis, view == null ? 0 : view.size());
-        }
-        everConnected = true;
-        connected = true;
-        lostAtMillis = 0;
-        problem = null;
-    }
-
     private void lost(EtcdCallException e) {
-        problem = e.getMessage();
-        if (lostAtMillis == 0) {
-            lostAtMillis = System.currentTimeMillis();
-            LOG.warnf("etcd at %s does not answer (%s); keeping the last view, retrying", settings.endpoints(),
-                    e.getMessage());
-        }
-        connected = false;
+        reachability.failed(e.getMessage());
         closeWatch();
         if (retry == null && !closed) {
-            retry = worker.schedule(this::resync, backoff);
-            backoff = backoff.multipliedBy(2).compareTo(settings.maxBackoff()) > 0 ? settings.maxBackoff()
-                    : backoff.multipliedBy(2);
+            retry = worker.schedule(this::resync, reachability.nextBackoff());
         }
     }
 
@@ -312,7 +287,6 @@ public final class EtcdStore implements RegistryStore {
         check = null;
         closeWatch();
         lease.abandon();
-        connected = false;
         closeClient();
     }
 
@@ -343,21 +317,7 @@ public final class EtcdStore implements RegistryStore {
         String ownPart = own == null ? "no own record to publish"
                 : ownPublished ? "own record of " + own.engineId() + " written under lease " + Long.toHexString(
                         lease.id()) : "own record of " + own.engineId() + " not written under a live lease";
-        if (closed) {
-            return "etcd store closed";
-        }
-        if (reachable) {
-            return "etcd at " + settings.endpoints() + " answers; " + records + " records under " + instancesPrefix
-                    + "; " + ownPart;
-        }
-        String why = Optional.ofNullable(problem).orElse("its keep-alive got no answer for a TTL");
-        long since = lostAtMillis;
-        if (!everConnected || since == 0) {
-            return "etcd at " + settings.endpoints() + " not reached yet (" + why + "); " + ownPart;
-        }
-        return "etcd at " + settings.endpoints() + " unreachable for " + (System.currentTimeMillis() - since) / 1000
-                + " s (" + why + "); retrying every " + settings.maxBackoff().toMillis() + " ms at most; keeping the"
-                + " last view of " + records + " records; " + ownPart;
+        return closed ? "etcd store closed" : reachability.describe(reachable, records, instancesPrefix, ownPart);
     }
 
     /** The own record as last written, and the lease it was written under. */
@@ -386,7 +346,7 @@ public final class EtcdStore implements RegistryStore {
         @Override
         public void ended(EtcdWatch w) {
             worker.post(() -> {
-                if (w == watch && connected && retry == null) {
+                if (w == watch && reachability.answering() && retry == null) {
                     watchEnded(w);
                 }
             });
@@ -403,7 +363,7 @@ public final class EtcdStore implements RegistryStore {
         public void lost(long leaseId) {
             worker.post(() -> {
                 lease.drop(leaseId);
-                if (connected) {
+                if (reachability.answering()) {
                     writeOwnIfDue();
                 }
             });
