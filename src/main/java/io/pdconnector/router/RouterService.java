@@ -1,6 +1,5 @@
 package io.pdconnector.router;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -15,8 +14,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.io.IOException;
 import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -24,10 +21,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Flow;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.jboss.logging.Logger;
@@ -43,8 +36,6 @@ import org.jboss.logging.Logger;
 public class RouterService {
 
     private static final Logger LOG = Logger.getLogger(RouterService.class);
-    private static final int MAX_REPLY_BYTES = 64 << 20;
-    static final String SSE = "text/event-stream";
 
     private final boolean active;
     private final RouterSettings settings;
@@ -54,6 +45,7 @@ public class RouterService {
     private final RetryPolicy retryPolicy;
     private final RouterMeters meters;
     private final FleetClient fleet;
+    private final RouteAttempt.Legs legs;
 
     @Inject
     public RouterService(PdConfig config, Registry registry, MeterRegistry meterRegistry, ObjectMapper json) {
@@ -73,6 +65,7 @@ public class RouterService {
         this.retryPolicy = new RetryPolicy(settings.maxRetries());
         this.meters = new RouterMeters(meterRegistry);
         this.fleet = new FleetClient(settings.connectTimeout(), settings.authorization());
+        this.legs = new RouteAttempt.Legs(settings, fleet, inFlight, meters, json);
     }
 
     /** Whether this instance is a router ({@code pd.role=router}). */
@@ -89,9 +82,10 @@ public class RouterService {
     public Routed models() {
         InstanceRecord d = picker.anyDecoder();
         try {
-            HttpResponse<byte[]> r = await(fleet.get(d, "/v1/models", settings.prefillTimeout()),
+            HttpResponse<byte[]> r = RouteAttempt.await(fleet.get(d, "/v1/models", settings.prefillTimeout()),
                     settings.prefillTimeout(), new ClientSignal());
-            return new Routed(r.statusCode(), contentType(r), r.body(), null, new Pick(null, d), List.of(), "", () -> { });
+            return new Routed(r.statusCode(), RouteAttempt.contentType(r), r.body(), null, new Pick(null, d), List.of(),
+                    "", () -> { });
         } catch (IOException | TimeoutException e) {
             throw new PeerFailureException("decoder " + d.engineId() + " at " + d.address() + " did not answer the"
                     + " model list: " + e.getMessage(), e);
@@ -106,7 +100,7 @@ public class RouterService {
     public Routed route(String path, ObjectNode client, String requestId, ClientSignal signal) {
         long start = System.nanoTime();
         boolean stream = client.path("stream").asBoolean(false);
-        byte[] prefillBody = bytes(LegBodies.prefill(client));
+        byte[] prefillBody = legs.bytes(LegBodies.prefill(client));
         Set<String> avoidP = new HashSet<>();
         Set<String> avoidD = new HashSet<>();
         List<String> retries = new ArrayList<>();
@@ -115,7 +109,7 @@ public class RouterService {
             String id = RequestAttempts.id(requestId, attempt);
             Pick pick = picker.pick(avoidP, avoidD);
             long attemptStart = System.nanoTime();
-            Attempt a = new Attempt(path, client, stream, prefillBody, id, pick, signal);
+            RouteAttempt a = new RouteAttempt(legs, path, client, stream, prefillBody, id, pick, signal);
             Optional<Failure> failed = a.run();
             if (signal.gone()) {
                 if (a.prefillSent) {
@@ -161,133 +155,6 @@ public class RouterService {
         }
     }
 
-    /** One attempt: P's leg, then D's; what it answered is kept for the reply. */
-    private final class Attempt {
-        private final String path;
-        private final ObjectNode client;
-        private final boolean streamWanted;
-        private final byte[] prefillBody;
-        private final String id;
-        private final Pick pick;
-        private final ClientSignal signal;
-        boolean prefillSent;
-        int status;
-        String contentType;
-        byte[] body;
-        BodyRelay stream;
-        long prefillNanos;
-        long decodeNanos;
-
-        Attempt(String path, ObjectNode client, boolean streamWanted, byte[] prefillBody, String id, Pick pick,
-                ClientSignal signal) {
-            this.path = path;
-            this.client = client;
-            this.streamWanted = streamWanted;
-            this.prefillBody = prefillBody;
-            this.id = id;
-            this.pick = pick;
-            this.signal = signal;
-        }
-
-        Optional<Failure> run() {
-            JsonNode params;
-            InstanceRecord p = pick.producer();
-            long t0 = System.nanoTime();
-            inFlight.start(p.engineId());
-            try {
-                prefillSent = true;
-                HttpResponse<byte[]> r = await(fleet.post(p, path, id, prefillBody, settings.prefillTimeout()),
-                        settings.prefillTimeout(), signal);
-                keep(r.statusCode(), contentType(r), r.body());
-                if (r.statusCode() != 200) {
-                    return Optional.of(failure(Failure.Leg.PREFILL));
-                }
-                params = json.readTree(r.body()).get("kv_transfer_params");
-                if (params == null || !params.isObject()) {
-                    return Optional.of(Failure.noAnswer(Failure.Leg.PREFILL, "P's reply carries no kv_transfer_params"));
-                }
-            } catch (IOException | TimeoutException e) {
-                return Optional.of(Failure.noAnswer(Failure.Leg.PREFILL, e.toString()));
-            } finally {
-                inFlight.end(p.engineId());
-                prefillNanos = System.nanoTime() - t0;
-                meters.leg("prefill", prefillNanos);
-            }
-            return decode(params);
-        }
-
-        private Optional<Failure> decode(JsonNode params) {
-            InstanceRecord d = pick.decoder();
-            long t0 = System.nanoTime();
-            long deadline = t0 + settings.decodeTimeout().toNanos();
-            inFlight.start(d.engineId());
-            try {
-                HttpResponse<Flow.Publisher<List<ByteBuffer>>> r = await(fleet.open(d, path, id,
-                        bytes(LegBodies.decode(client, params)), settings.decodeTimeout()), settings.decodeTimeout(), signal);
-                BodyRelay relay = new BodyRelay(deadline);
-                signal.track(relay);
-                r.body().subscribe(relay);
-                if (r.statusCode() == 200 && streamWanted && contentType(r).startsWith(SSE)) {
-                    status = 200;
-                    contentType = contentType(r);
-                    stream = relay; // D decided the pull before its first byte: nothing after this is retried
-                    return Optional.empty();
-                }
-                keep(r.statusCode(), contentType(r), relay.readAll(MAX_REPLY_BYTES));
-                return r.statusCode() == 200 ? Optional.empty() : Optional.of(failure(Failure.Leg.DECODE));
-            } catch (IOException | TimeoutException e) {
-                return Optional.of(Failure.noAnswer(Failure.Leg.DECODE, e.toString()));
-            } finally {
-                inFlight.end(d.engineId());
-                decodeNanos = System.nanoTime() - t0;
-                meters.leg("decode", decodeNanos);
-            }
-        }
-
-        private void keep(int s, String ct, byte[] b) {
-            status = s;
-            contentType = ct;
-            body = b;
-        }
-
-        private Failure failure(Failure.Leg leg) {
-            String reason = null;
-            try {
-                JsonNode problem = json.readTree(body);
-                reason = problem != null && problem.path("reason").isTextual() ? problem.path("reason").asText() : null;
-            } catch (IOException notJson) {
-                // a reply without a problem document still has its status
-            }
-            return new Failure(leg, status, reason, "HTTP " + status);
-        }
-
-        /** prefill and pull (streaming) or decode (whole reply) of this attempt; the failed attempts' time as retries. */
-        String timing(int retried, long retryNanos) {
-            return String.format(java.util.Locale.ROOT, "prefill;dur=%.3f, %s;dur=%.3f, retries;dur=%.3f;desc=\"%d\"",
-                    prefillNanos / 1e6, stream != null ? "pull" : "decode", decodeNanos / 1e6, retryNanos / 1e6, retried);
-        }
-    }
-
-    private <T> T await(CompletableFuture<T> call, Duration timeout, ClientSignal signal)
-            throws IOException, TimeoutException {
-        signal.track(call);
-        try {
-            return call.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            call.cancel(true);
-            throw e;
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            throw cause instanceof IOException io ? io : new IOException(String.valueOf(cause), cause);
-        } catch (java.util.concurrent.CancellationException e) {
-            throw new IOException("cancelled: the client went away", e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            call.cancel(true);
-            throw new IOException("interrupted", e);
-        }
-    }
-
     /** Sent at once and not awaited: the answer (or the retry) does not wait for P to free its blocks. */
     private void abort(InstanceRecord producer, String id, String cause) {
         meters.aborted(cause);
@@ -296,17 +163,5 @@ public class RouterService {
                 LOG.debugf("abort of %s on %s failed: %s", id, producer.engineId(), e.toString());
             }
         });
-    }
-
-    private byte[] bytes(JsonNode node) {
-        try {
-            return json.writeValueAsBytes(node);
-        } catch (IOException e) {
-            throw new IllegalStateException("a JSON tree did not serialize", e);
-        }
-    }
-
-    private static String contentType(HttpResponse<?> r) {
-        return r.headers().firstValue("Content-Type").orElse("application/octet-stream");
     }
 }
