@@ -1,5 +1,7 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
+import static io.pdconnector.it.ServiceProcess.TARGET;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -27,9 +29,7 @@ import org.junit.jupiter.api.Test;
  */
 class AuthFleetIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(AuthFleetIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(AuthFleetIT.class);
     private static final String ROUTER = "it-router-0123456789abcdef";
     private static final String ENGINE = "it-engine-0123456789abcdef";
     private static final String PEER = "it-peer-0123456789abcdef";

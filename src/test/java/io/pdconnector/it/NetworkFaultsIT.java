@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,10 +30,8 @@ import org.junit.jupiter.api.Test;
  */
 class NetworkFaultsIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     private static final Duration LEASE = Duration.ofSeconds(2);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(NetworkFaultsIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(NetworkFaultsIT.class);
     private static final AtomicInteger SEED = new AtomicInteger(1300);
     private static final Map<String, String> UCX_OVER_THE_LINK = Map.of("UCX_TLS", "tcp",
             "UCX_NET_DEVICES", NamespacePair.LINK);

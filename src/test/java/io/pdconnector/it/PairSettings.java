@@ -1,8 +1,9 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.TARGET;
+
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -14,7 +15,6 @@ import java.util.Map;
  */
 final class PairSettings {
 
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
 
     private PairSettings() {
     }

@@ -1,5 +1,7 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
+import static io.pdconnector.it.ServiceProcess.TARGET;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -35,13 +37,11 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RegistryFleetIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     private static final Duration TTL = Duration.ofSeconds(3);
     /** Bounds what the registry ends by itself: a TTL, a watch event, a reconnect with backoff. */
     private static final Duration SOON = Duration.ofSeconds(20);
     private static final int TOKENS = 40;
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(RegistryFleetIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(RegistryFleetIT.class);
     private static final String FAILED_TRANSFERS = "nixl_num_failed_transfers_total";
 
     private static EtcdCluster etcd;

@@ -1,5 +1,7 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
+import static io.pdconnector.it.ServiceProcess.TARGET;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -43,11 +45,9 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RouterFleetIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     private static final Duration TTL = Duration.ofSeconds(3);
     private static final Duration SOON = Duration.ofSeconds(20);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(RouterFleetIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(RouterFleetIT.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2)).build();

@@ -34,6 +34,10 @@ import java.util.regex.Matcher;
 public final class ServiceProcess implements AutoCloseable {
 
     private static final Path APP = Path.of(System.getProperty("pd.it.app", "target/quarkus-app"));
+    /** The build directory of the packaged service the ITs start: its KV files, state and logs go under it. */
+    public static final Path TARGET = APP.getParent();
+    /** How long a packaged service may take to report ready (JIT-cold JVM, NIXL and UCX start, 2 busy cores). */
+    public static final Duration READY = Duration.ofSeconds(120);
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
@@ -357,5 +361,10 @@ public final class ServiceProcess implements AutoCloseable {
         public String toString() {
             return status + " " + (contentType.contains("octet-stream") ? body.length + " bytes" : text());
         }
+    }
+
+    /** Where an IT's services write their logs: one directory per test class. */
+    public static Path logsOf(Class<?> it) {
+        return TARGET.resolve("it-logs").resolve(it.getSimpleName());
     }
 }

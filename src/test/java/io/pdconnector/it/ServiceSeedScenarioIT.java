@@ -1,5 +1,7 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
+import static io.pdconnector.it.ServiceProcess.TARGET;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -41,13 +43,11 @@ import org.junit.jupiter.api.TestMethodOrder;
 class ServiceSeedScenarioIT {
 
     private static final Duration LEASE = Duration.ofSeconds(2);
-    private static final Duration READY = Duration.ofSeconds(120);
     /** Bounds waits that the protocol ends by itself well within a lease (a reader's release). */
     private static final Duration SOON = Duration.ofSeconds(10);
     private static final int TOKENS = 40; // 3 blocks of 16 tokens, the last one partly filled
     private static final ModelGeometry GEOMETRY = ModelGeometry.DEFAULT;
     private static final ReferenceEngine REFERENCE = new ReferenceEngine(GEOMETRY);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
     private static final String LEASE_CHECK_FAILURES = "nixl_num_lease_check_failures_total";
 
     private static ServiceProcess pOn;
@@ -64,7 +64,7 @@ class ServiceSeedScenarioIT {
 
     @BeforeAll
     static void startInstances() throws Exception {
-        Path logs = TARGET.resolve("it-logs").resolve(ServiceSeedScenarioIT.class.getSimpleName());
+        Path logs = ServiceProcess.logsOf(ServiceSeedScenarioIT.class);
         try {
             pOn = start(logs, "p-on", producer(true));
             pOff = start(logs, "p-off", producer(false));

@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,14 +36,12 @@ import org.junit.jupiter.api.Test;
  */
 class SoakIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     /** Long enough that a queued pull on a loaded machine seldom lapses by itself: lapses are the injected ones. */
     private static final Duration LEASE = Duration.ofSeconds(5);
     private static final int CLIENTS = 64;
     private static final int LAPSE_ONE_IN = 20;
     private static final Duration RUN = Duration.ofSeconds(Long.getLong("pd.soak.seconds", 60));
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(SoakIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(SoakIT.class);
 
     private ServiceProcess p;
     private ServiceProcess d;
