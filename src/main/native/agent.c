@@ -1,4 +1,5 @@
 /* Agent lifetime, memory registration and metadata exchange. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,13 +7,33 @@
 
 int pdx_abi_version(void) { return PDX_ABI_VERSION; }
 
-static int create_ucx_backend(pdx_agent_t *a)
+static int add_int_param(nixl_capi_params_t params, const char *key, int value)
+{
+    char text[12];
+    snprintf(text, sizeof(text), "%d", value);
+    return nixl_capi_params_add(params, key, text);
+}
+
+static int create_ucx_backend(pdx_agent_t *a, int ucx_threads, int ucx_split_batch)
 {
     nixl_capi_mem_list_t mems = NULL;
     nixl_capi_params_t params = NULL;
     int rc = nixl_capi_get_plugin_params(a->agent, "UCX", &mems, &params);
     if (rc != NIXL_CAPI_SUCCESS) {
         goto out;
+    }
+    /* The UCX backend's own threads split a transfer into batches of split_batch_size descriptors. */
+    if (ucx_threads > 0) {
+        rc = add_int_param(params, "num_threads", ucx_threads);
+        if (rc != NIXL_CAPI_SUCCESS) {
+            goto out;
+        }
+    }
+    if (ucx_split_batch > 0) {
+        rc = add_int_param(params, "split_batch_size", ucx_split_batch);
+        if (rc != NIXL_CAPI_SUCCESS) {
+            goto out;
+        }
     }
     rc = nixl_capi_create_backend(a->agent, "UCX", params, &a->backend);
     if (rc != NIXL_CAPI_SUCCESS) {
@@ -29,10 +50,11 @@ out:
     return rc;
 }
 
-int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_delay_us,
-                     pdx_agent_t **agent_out)
+int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_delay_us, int ucx_threads,
+                     int ucx_split_batch, pdx_agent_t **agent_out)
 {
-    if (name == NULL || name[0] == '\0' || agent_out == NULL) {
+    if (name == NULL || name[0] == '\0' || agent_out == NULL || ucx_threads < 0
+            || ucx_threads > PDX_MAX_UCX_THREADS || ucx_split_batch < 0) {
         return PDX_ERR_ARGUMENT;
     }
     pdx_agent_t *a = calloc(1, sizeof(*a));
@@ -48,7 +70,7 @@ int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_de
     if (rc != NIXL_CAPI_SUCCESS) {
         goto err_free;
     }
-    rc = create_ucx_backend(a);
+    rc = create_ucx_backend(a, ucx_threads, ucx_split_batch);
     if (rc != NIXL_CAPI_SUCCESS) {
         goto err_agent;
     }

@@ -56,6 +56,7 @@ nixl_capi_status_t nixl_capi_get_plugin_params(nixl_capi_agent_t agent, const ch
                                                nixl_capi_params_t *params);
 nixl_capi_status_t nixl_capi_destroy_mem_list(nixl_capi_mem_list_t list);
 nixl_capi_status_t nixl_capi_destroy_params(nixl_capi_params_t params);
+nixl_capi_status_t nixl_capi_params_add(nixl_capi_params_t params, const char *key, const char *value);
 nixl_capi_status_t nixl_capi_create_backend(nixl_capi_agent_t agent, const char *plugin,
                                             nixl_capi_params_t params,
                                             nixl_capi_backend_t *backend);

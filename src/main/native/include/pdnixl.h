@@ -38,8 +38,12 @@ typedef struct pdx_xfer pdx_xfer_t;
  * revision so the Java side can refuse a stale build. */
 int pdx_abi_version(void);
 
-int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_delay_us,
-                     pdx_agent_t **agent_out);
+/* ucx_threads: 0 for none, else that many UCX backend threads (NIXL's "num_threads"), at most
+ * PDX_MAX_UCX_THREADS; ucx_split_batch: descriptors per batch those threads take (NIXL's
+ * "split_batch_size"), 0 for NIXL's default. */
+#define PDX_MAX_UCX_THREADS 64
+int pdx_agent_create(const char *name, int progress_thread, uint64_t progress_delay_us, int ucx_threads,
+                     int ucx_split_batch, pdx_agent_t **agent_out);
 int pdx_agent_destroy(pdx_agent_t *agent);
 
 /* Page-aligned anonymous memory for registration. len must be a multiple of the page size. */

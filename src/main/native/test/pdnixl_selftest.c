@@ -105,8 +105,8 @@ static int read_test(void)
 {
     enum { BLOCKS = 64, BLOCK = 16384 };
     pdx_agent_t *p = NULL, *d = NULL;
-    CHECK(pdx_agent_create("selftest-p", 1, 0, &p));
-    CHECK(pdx_agent_create("selftest-d", 1, 0, &d));
+    CHECK(pdx_agent_create("selftest-p", 1, 0, 0, 0, &p));
+    CHECK(pdx_agent_create("selftest-d", 1, 0, 2, 8, &d));
     uint8_t *src = aligned_alloc(4096, BLOCKS * BLOCK);
     uint8_t *dst = aligned_alloc(4096, BLOCKS * BLOCK);
     for (size_t i = 0; i < (size_t)BLOCKS * BLOCK; i++) {

@@ -315,6 +315,21 @@ public interface PdConfig {
         @WithDefault("100")
         @Min(0)
         long progressDelayUs();
+
+        /**
+         * UCX backend threads per agent (NIXL's {@code num_threads}), which split a READ's descriptors among them;
+         * 0, the default, has none: they cost cores the step loops and the engine need (README "Block READs vs
+         * memcpy" has what they bought here).
+         */
+        @WithDefault("0")
+        @Min(0)
+        @Max(64)
+        int ucxThreads();
+
+        /** Descriptors a UCX backend thread takes from a READ at a time ({@code split_batch_size}); 0: NIXL's own. */
+        @WithDefault("0")
+        @Min(0)
+        int ucxSplitBatch();
     }
 
     enum TransferKind {

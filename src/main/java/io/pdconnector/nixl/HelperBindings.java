@@ -39,7 +39,7 @@ final class HelperBindings {
     private final MethodHandle notifDrain;
 
     private HelperBindings(SymbolLookup lookup) {
-        agentCreate = bind(lookup, "pdx_agent_create", ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS);
+        agentCreate = bind(lookup, "pdx_agent_create", ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS);
         agentDestroy = bind(lookup, "pdx_agent_destroy", ADDRESS);
         memAlloc = bind(lookup, "pdx_mem_alloc", JAVA_LONG, ADDRESS);
         memMapFile = bind(lookup, "pdx_mem_map_file", ADDRESS, JAVA_LONG, ADDRESS);
@@ -81,9 +81,9 @@ final class HelperBindings {
         return Linker.nativeLinker().downcallHandle(symbol, FunctionDescriptor.of(JAVA_INT, args));
     }
 
-    int agentCreate(MemorySegment name, int progressThread, long delayUs, MemorySegment out) {
+    int agentCreate(MemorySegment name, int progressThread, long delayUs, UcxThreads ucx, MemorySegment out) {
         try {
-            return (int) agentCreate.invokeExact(name, progressThread, delayUs, out);
+            return (int) agentCreate.invokeExact(name, progressThread, delayUs, ucx.threads(), ucx.splitBatch(), out);
         } catch (Throwable t) {
             throw linkageFailure("pdx_agent_create", t);
         }

@@ -50,12 +50,13 @@ final class NixlAgent implements TransferAgent {
         this.notifications = new NixlNotifications(bindings, agent, scratch);
     }
 
-    static NixlAgent create(HelperBindings bindings, String name, boolean progressThread, long delayUs) {
+    static NixlAgent create(HelperBindings bindings, String name, boolean progressThread, long delayUs,
+            UcxThreads ucxThreads) {
         checkName(name);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             check("pdx_agent_create(" + name + ")",
-                    bindings.agentCreate(arena.allocateFrom(name), progressThread ? 1 : 0, delayUs, out));
+                    bindings.agentCreate(arena.allocateFrom(name), progressThread ? 1 : 0, delayUs, ucxThreads, out));
             return new NixlAgent(bindings, name, out.get(ValueLayout.ADDRESS, 0));
         }
     }

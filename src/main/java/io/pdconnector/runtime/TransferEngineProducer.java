@@ -4,6 +4,7 @@ import io.pdconnector.config.FaultsConfig;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
+import io.pdconnector.nixl.UcxThreads;
 import io.pdconnector.transfer.TransferEngine;
 import io.pdconnector.transfer.faults.FaultInjectingEngine;
 import io.pdconnector.transfer.faults.FaultPlan;
@@ -32,7 +33,8 @@ public class TransferEngineProducer {
         }
         TransferEngine engine = switch (config.transfer().engine()) {
             case nixl -> NixlTransferEngine.open(NixlHome.at(Path.of(config.nixl().home())),
-                    config.nixl().progressThread(), config.nixl().progressDelayUs());
+                    config.nixl().progressThread(), config.nixl().progressDelayUs(),
+                    new UcxThreads(config.nixl().ucxThreads(), config.nixl().ucxSplitBatch()));
             case loopback -> new LoopbackTransferEngine();
         };
         LOG.infof("transfer engine %s ready", engine.kind());

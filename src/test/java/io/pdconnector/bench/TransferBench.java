@@ -4,6 +4,7 @@ import io.pdconnector.it.PeerProcess;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
+import io.pdconnector.nixl.UcxThreads;
 import io.pdconnector.testsupport.Pattern;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.PreparedDescriptors;
@@ -39,8 +40,10 @@ public final class TransferBench {
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 7;
         long progressDelayUs = Long.getLong("pd.nixl.progress-delay-us", NixlDefaults.PROGRESS_DELAY_US);
+        UcxThreads ucx = new UcxThreads(Integer.getInteger("pd.nixl.ucx-threads", 0),
+                Integer.getInteger("pd.nixl.ucx-split-batch", 0));
         NixlTransferEngine engine = NixlTransferEngine.open(NixlHome.at(Path.of(System.getProperty("pd.nixl.home"))),
-                true, progressDelayUs);
+                true, progressDelayUs, ucx);
         TransferAgent d = engine.createAgent("bench-d-" + ProcessHandle.current().pid());
         RegisteredRegion dst = d.allocate("dst", READ_BYTES);
         try (PeerProcess p = new PeerProcess("bench-p-" + ProcessHandle.current().pid(), SOURCE_BYTES, 8);
@@ -51,7 +54,8 @@ public final class TransferBench {
             String remote = d.loadRemoteMetadata(p.metadata);
             System.out.println("# machine: " + Runtime.getRuntime().availableProcessors() + " cores; source "
                     + SOURCE_BYTES / MIB + " MiB in another process, " + READ_BYTES / MIB + " MiB per READ, median of "
-                    + iterations + " runs after 2 warm-ups; NIXL progress-thread delay " + progressDelayUs + " us");
+                    + iterations + " runs after 2 warm-ups; NIXL progress-thread delay " + progressDelayUs + " us; "
+                    + ucx.threads() + " UCX backend threads on the reading side, split batch " + ucx.splitBatch());
             for (long size : SIZES) {
                 benchSize(d, remote, p, dst, localSource, size, iterations);
             }

@@ -24,7 +24,7 @@ final class RawNixlPeer implements TransferAgentContract.ForeignPeer {
         this.name = name;
         MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
         NativeChecks.check("pdx_agent_create", bindings.agentCreate(arena.allocateFrom(name), 1,
-                NixlDefaults.PROGRESS_DELAY_US, out));
+                NixlDefaults.PROGRESS_DELAY_US, UcxThreads.NONE, out));
         this.agent = out.get(ValueLayout.ADDRESS, 0);
         this.remote = arena.allocate(NativeChecks.NAME_CAPACITY);
         MemorySegment md = arena.allocateFrom(ValueLayout.JAVA_BYTE, remoteMetadata);
