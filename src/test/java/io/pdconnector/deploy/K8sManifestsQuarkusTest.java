@@ -198,7 +198,7 @@ class K8sManifestsQuarkusTest {
         return c.tpSize() * (c.kv().numBlocks() * blockBytes + slots * 8L);
     }
 
-    private static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {
+    static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {
         Map<String, String> props = new HashMap<>();
         env.forEach((k, v) -> {
             if (envNames.containsKey(k)) {
