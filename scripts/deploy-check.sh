@@ -5,6 +5,7 @@
 #    schemas by kubernetes-validate (PyPI, schemas shipped offline; custom resources checked by kind);
 # 2. K8sManifestsQuarkusTest: environment and ConfigMap keys against PdConfig, probes and the scrape path
 #    against the running service, the container port, memory against the README "Sizing" formula;
+#    a vLLM container (k8s/overlays/vllm) against the pd-connector sidecar beside it (VllmContainerCheck);
 # 3. checkov (PyPI) over the built manifests: every finding fixed, or skipped in the manifest with a reason;
 # 4. the PrometheusRule's rules with `promtool check rules` and its unit tests (k8s/monitoring/alerts-test.yaml)
 #    with `promtool test rules`.

@@ -76,23 +76,78 @@ class K8sManifestsQuarkusTest {
                 .forEach(d -> d.path("data").properties().forEach(e -> shared.put(e.getKey(), e.getValue().asText())));
         assertFalse(shared.isEmpty(), "the pd-connector ConfigMap");
         int pods = 0;
+        int vllmPods = 0;
         for (JsonNode d : docs) {
             if (!kind(d, "Deployment")) {
                 continue;
             }
-            for (JsonNode c : d.at("/spec/template/spec/containers")) {
-                if (c.path("image").asText().startsWith("pd-connector")) {
-                    checkPod(name(d), d.at("/spec/template/spec"), c, shared, envNames);
-                    pods++;
+            JsonNode spec = d.at("/spec/template/spec");
+            JsonNode sidecar = null;
+            List<JsonNode> vllm = new ArrayList<>();
+            for (JsonNode c : podContainers(spec)) {
+                if (isPdConnector(c)) {
+                    assertTrue(sidecar == null, name(d) + ": one pd-connector container per pod");
+                    sidecar = c;
+                } else if (VllmContainerCheck.isVllm(c)) {
+                    vllm.add(c);
                 }
             }
+            if (sidecar == null) {
+                assertTrue(vllm.isEmpty(), name(d) + ": vLLM without a pd-connector beside it");
+                continue;
+            }
+            PdConfig config = checkPod(name(d), spec, sidecar, shared, envNames);
+            pods++;
+            JsonNode pd = sidecar;
+            if (stream(spec.path("initContainers")).anyMatch(c -> c == pd)) {
+                assertEquals("Always", pd.path("restartPolicy").asText(), name(d) + ": a pd-connector initContainer "
+                        + "runs beside the others (restartPolicy: Always); as a plain init container it would never end");
+            }
+            if (!vllm.isEmpty()) {
+                assertEquals(podContainers(spec).size(), vllm.size() + 1,
+                        name(d) + ": a vLLM pod holds vLLM and its pd-connector, nothing else");
+                for (JsonNode v : vllm) {
+                    VllmContainerCheck.check(name(d), spec, v, sidecar, config, httpPort(sidecar));
+                }
+                JsonNode beside = sidecar;
+                assertTrue(stream(spec.path("initContainers")).anyMatch(c -> c == beside),
+                        name(d) + ": the pd-connector beside vLLM is an initContainer (a native sidecar)");
+                vllmPods++;
+            }
+        }
+        if (overlay.getFileName().toString().startsWith("vllm")) {
+            assertEquals(2, vllmPods, "P and D with vLLM beside their pd-connector in " + overlay);
         }
         assertTrue(pods >= 2, "prefill and decode Deployments in " + overlay);
         docs.stream().filter(d -> kind(d, "ServiceMonitor")).flatMap(d -> stream(d.at("/spec/endpoints")))
                 .forEach(e -> given().get(e.path("path").asText()).then().statusCode(200));
     }
 
-    private void checkPod(String name, JsonNode spec, JsonNode c, Map<String, String> shared,
+    /** A pod's initContainers then containers. */
+    private static List<JsonNode> podContainers(JsonNode spec) {
+        List<JsonNode> all = new ArrayList<>();
+        spec.path("initContainers").forEach(all::add);
+        spec.path("containers").forEach(all::add);
+        return all;
+    }
+
+    /** The image Dockerfile.jvm builds, whatever registry or tag an overlay gives it. */
+    private static boolean isPdConnector(JsonNode c) {
+        String image = c.path("image").asText().replaceAll("[@:].*$", "");
+        return image.substring(image.lastIndexOf('/') + 1).equals("pd-connector");
+    }
+
+    private static int httpPort(JsonNode c) {
+        for (JsonNode p : c.path("ports")) {
+            if (p.path("name").asText().equals("http")) {
+                return p.path("containerPort").asInt();
+            }
+        }
+        return fail("no http port on " + c.path("name").asText());
+    }
+
+    /** Holds one pd-connector container to the application; answers its configuration. */
+    private PdConfig checkPod(String name, JsonNode spec, JsonNode c, Map<String, String> shared,
             Map<String, String> envNames) {
         Map<String, String> env = new HashMap<>(shared);
         for (JsonNode e : c.path("env")) {
@@ -104,12 +159,7 @@ class K8sManifestsQuarkusTest {
         }
         PdConfig config = convert(env, envNames, name);
 
-        int port = -1;
-        for (JsonNode p : c.path("ports")) {
-            if (p.path("name").asText().equals("http")) {
-                port = p.path("containerPort").asInt();
-            }
-        }
+        int port = httpPort(c);
         assertEquals(httpPort == 0 ? 8080 : port, port, name + ": the http containerPort is quarkus.http.port");
         assertEquals(String.valueOf(port), env.get("PD_ADVERTISED_PORT"), name + ": advertises the port it serves");
         Map<String, String> probes = Map.of("startupProbe", "/q/health/started", "livenessProbe", "/q/health/live",
@@ -131,11 +181,12 @@ class K8sManifestsQuarkusTest {
         if (config.role() == PdConfig.Role.producer) {
             for (JsonNode v : spec.path("volumes")) {
                 if (v.path("name").asText().equals("shm")) {
-                    assertTrue(mib(v.at("/emptyDir/sizeLimit").asText()) * MIB >= kvBytes,
+                    assertTrue(VllmContainerCheck.mib(v.at("/emptyDir/sizeLimit").asText()) * MIB >= kvBytes,
                             name + ": /dev/shm holds P's KV files");
                 }
             }
         }
+        return config;
     }
 
     /** KV region and lease slots of every rank: blocks x block bytes, and (blocks + max seqs) x 8 bytes. */
@@ -147,7 +198,7 @@ class K8sManifestsQuarkusTest {
         return c.tpSize() * (c.kv().numBlocks() * blockBytes + slots * 8L);
     }
 
-    private static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {
+    static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {
         Map<String, String> props = new HashMap<>();
         env.forEach((k, v) -> {
             if (envNames.containsKey(k)) {
@@ -181,12 +232,6 @@ class K8sManifestsQuarkusTest {
         Matcher m = Pattern.compile("-Xmx(\\d+)([mMgG])").matcher(javaOpts == null ? "" : javaOpts);
         assertTrue(m.find(), pod + ": JAVA_OPTS bounds the heap with -Xmx (README \"Sizing\")");
         return Long.parseLong(m.group(1)) * (m.group(2).equalsIgnoreCase("g") ? 1024 : 1);
-    }
-
-    private static long mib(String quantity) {
-        Matcher m = Pattern.compile("(\\d+)(Mi|Gi)").matcher(quantity);
-        assertTrue(m.matches(), "a quantity in Mi or Gi: " + quantity);
-        return Long.parseLong(m.group(1)) * (m.group(2).equals("Gi") ? 1024 : 1);
     }
 
     private static long ceilMib(long bytes) {
