@@ -29,8 +29,12 @@ import org.junit.jupiter.api.Test;
  * Counts per outcome are printed; a failure names the schedule's seed: replay it with
  * {@code -Dpd.schedule.seed=<seed> -Dpd.schedules=1}. {@code -Pnightly} runs 3000 schedules.
  *
- * <p>Late, duplicated and forged notifications and heartbeats after release need a NIXL peer of the
- * test's own: {@code NixlRandomizedScheduleIT} sends them (in one process, real NIXL).
+ * <p>D's own notifications are struck too ({@code pd.faults.notifications.*}): every second read
+ * notification or heartbeat is duplicated, replayed 600 ms later, or sent only 600 ms late, in turn, so
+ * copies reach P after their lease's release, after its id's reuse, or twice. After the schedules, lone
+ * pulls of fresh attempts show on P's counters that those copies arrived and were refused or ignored.
+ * Forged notifications (no nonce, a wrong one) need a NIXL peer of the test's own:
+ * {@code NixlRandomizedScheduleIT} sends them (in one process, real NIXL).
  */
 class TwoProcessScheduleIT {
 
@@ -40,6 +44,9 @@ class TwoProcessScheduleIT {
     private static final Path LOGS = TARGET.resolve("it-logs").resolve(TwoProcessScheduleIT.class.getSimpleName());
     private static final int SCHEDULES = Integer.getInteger("pd.schedules", 200);
     private static final long FIXED_SEED = Long.getLong("pd.schedule.seed", 0);
+    /** Past a pull's decision, so a replayed or late heartbeat reaches P after the lease was released. */
+    private static final Duration NOTICE_DELAY = Duration.ofMillis(600);
+    private static final int PROBES = 24;
     private static final String[] SHARED_IDS = {"x0", "x1", "x2"};
 
     private static ServiceProcess p;
@@ -67,6 +74,10 @@ class TwoProcessScheduleIT {
         dm.put("pd.faults.action", "delay");
         dm.put("pd.faults.duration", "40ms");
         dm.put("pd.faults.probability", "0.3");
+        dm.put("pd.faults.notifications.kind", "any");
+        dm.put("pd.faults.notifications.actions", "duplicate,replay,late");
+        dm.put("pd.faults.notifications.delay", NOTICE_DELAY.toMillis() + "ms");
+        dm.put("pd.faults.notifications.every-nth", "2");
         d = ServiceProcess.start("d", dm, LOGS);
         p.awaitReady(READY);
         d.awaitReady(READY);
@@ -106,6 +117,7 @@ class TwoProcessScheduleIT {
                 + "compared by D, outcomes %s%n", SCHEDULES, runSeed, seconds, pullCounter, bytesChecked, outcomes);
         assertTrue(outcomes.getOrDefault("received", 0) > 0, "some pulls received: " + outcomes);
         assertTrue(outcomes.keySet().stream().anyMatch(o -> o.startsWith("declined:")), "some declined: " + outcomes);
+        probeNotificationFaults();
         assertNothingHeld();
     }
 
@@ -125,7 +137,10 @@ class TwoProcessScheduleIT {
 
     /** A prefill under a fresh id or one of a few ids reused across schedules (P refuses one still held). */
     private Attempt prefill(SplittableRandom r, String fresh) throws Exception {
-        String id = r.nextInt(3) == 0 ? SHARED_IDS[r.nextInt(SHARED_IDS.length)] : fresh;
+        return prefill(r, r.nextInt(3) == 0 ? SHARED_IDS[r.nextInt(SHARED_IDS.length)] : fresh, true);
+    }
+
+    private Attempt prefill(SplittableRandom r, String id, boolean remember) throws Exception {
         int[] tokens = new int[8 + r.nextInt(72)];
         for (int t = 0; t < tokens.length; t++) {
             tokens[t] = 1 + r.nextInt(30_000);
@@ -140,6 +155,9 @@ class TwoProcessScheduleIT {
             return null;
         }
         Attempt a = new Attempt(id, tokens, reply.json().path("kv_transfer_params"));
+        if (!remember) {
+            return a;
+        }
         attempts.add(a);
         if (attempts.size() > 32) {
             attempts.removeFirst();
@@ -245,6 +263,61 @@ class TwoProcessScheduleIT {
         p = ServiceProcess.start("p-restarted", pm, LOGS, p.port);
         p.awaitReady(READY);
         d.awaitProducers(READY, "sched-p");
+    }
+
+    /** P's counters of notifications it refused or ignored, by metric name. */
+    private static final String[] REFUSALS = {"pd_heartbeats_ignored_total", "pd_stale_notifications_ignored_total",
+        "nixl_num_notifications_after_expiry_total", "pd_duplicate_notifications_ignored_total",
+        "pd_notifications_refused_total"};
+
+    private static Map<String, Long> refusals() throws Exception {
+        Map<String, Long> counts = new TreeMap<>();
+        for (String metric : REFUSALS) {
+            counts.put(metric, (long) p.metric(metric));
+        }
+        return counts;
+    }
+
+    /**
+     * D's notifications are struck throughout (every 2nd duplicated, replayed or sent late, in turn), but
+     * a schedule's own second readers and reused ids make P refuse notifications without any fault. So
+     * after the schedules, one reader at a time pulls fresh attempts: without faults P would count none
+     * of the counters below; with them, the duplicated read notifications must reach P as duplicates, the
+     * replayed ones after the release as stale (after expiry), and the replayed or late heartbeats after
+     * the release as ignored: delivered, and changing nothing (every probe still received).
+     */
+    private void probeNotificationFaults() throws Exception {
+        Map<String, Long> before = refusals();
+        SplittableRandom r = new SplittableRandom(PROBES);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        Map<String, Long> after = before;
+        int received = 0;
+        for (int i = 0; i < PROBES || !faultsSeen(before, after); i++) {
+            assertTrue(System.nanoTime() < deadline, "notification faults not seen at P within 30 s: before "
+                    + before + ", after " + after);
+            Attempt a = prefill(r, "nf-" + i, false);
+            if (a != null && judge(a, d.pull(nextPullId(), a.tokens(), a.params())).equals("received")) {
+                received++;
+            }
+            if (i >= PROBES - 1) {
+                Thread.sleep(NOTICE_DELAY.toMillis() / 2); // late copies go out on D's next calls: the next pulls
+            }
+            after = refusals();
+        }
+        assertTrue(received > 0, "lone pulls of fresh attempts are received whatever befalls their notifications");
+        Map<String, Long> delta = new TreeMap<>();
+        after.forEach((k, v) -> delta.put(k, v - before.get(k)));
+        System.out.printf("TwoProcessScheduleIT: notification faults, %d lone pulls (%d received): P refused or "
+                + "ignored %s%n", PROBES, received, delta);
+    }
+
+    private static boolean faultsSeen(Map<String, Long> before, Map<String, Long> after) {
+        return after.get("pd_heartbeats_ignored_total") > before.get("pd_heartbeats_ignored_total")
+                && after.get("pd_stale_notifications_ignored_total") > before.get("pd_stale_notifications_ignored_total")
+                && after.get("nixl_num_notifications_after_expiry_total")
+                        > before.get("nixl_num_notifications_after_expiry_total")
+                && after.get("pd_duplicate_notifications_ignored_total")
+                        > before.get("pd_duplicate_notifications_ignored_total");
     }
 
     private void assertNothingHeld() throws Exception {
