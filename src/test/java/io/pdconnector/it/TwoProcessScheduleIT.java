@@ -29,10 +29,11 @@ import org.junit.jupiter.api.Test;
  * Counts per outcome are printed; a failure names the schedule's seed: replay it with
  * {@code -Dpd.schedule.seed=<seed> -Dpd.schedules=1}. {@code -Pnightly} runs 3000 schedules.
  *
- * <p>D's own notifications are struck too ({@code pd.faults.notifications.*}): every second read
- * notification or heartbeat is duplicated, replayed 600 ms later, or sent only 600 ms late, in turn, so
- * copies reach P after their lease's release, after its id's reuse, or twice. After the schedules, lone
- * pulls of fresh attempts show on P's counters that those copies arrived and were refused or ignored.
+ * <p>D's own notifications are struck too ({@code pd.faults.notifications.*}): half of its read
+ * notifications and heartbeats, at random, are duplicated, replayed 300 ms later, or sent only 300 ms late,
+ * in turn, so copies reach P after their lease's release, after its id's reuse, or twice. After the
+ * schedules, lone pulls (two attempts per id) show on P's counters that those copies arrived and were
+ * refused or ignored, and that none released the id's newer attempt.
  * Forged notifications (no nonce, a wrong one) need a NIXL peer of the test's own:
  * {@code NixlRandomizedScheduleIT} sends them (in one process, real NIXL).
  */
@@ -45,8 +46,8 @@ class TwoProcessScheduleIT {
     private static final int SCHEDULES = Integer.getInteger("pd.schedules", 200);
     private static final long FIXED_SEED = Long.getLong("pd.schedule.seed", 0);
     /** Past a pull's decision, so a replayed or late heartbeat reaches P after the lease was released. */
-    private static final Duration NOTICE_DELAY = Duration.ofMillis(600);
-    private static final int PROBES = 24;
+    private static final Duration NOTICE_DELAY = Duration.ofMillis(300);
+    private static final int PROBES = 16;
     private static final String[] SHARED_IDS = {"x0", "x1", "x2"};
 
     private static ServiceProcess p;
@@ -77,7 +78,7 @@ class TwoProcessScheduleIT {
         dm.put("pd.faults.notifications.kind", "any");
         dm.put("pd.faults.notifications.actions", "duplicate,replay,late");
         dm.put("pd.faults.notifications.delay", NOTICE_DELAY.toMillis() + "ms");
-        dm.put("pd.faults.notifications.every-nth", "2");
+        dm.put("pd.faults.notifications.probability", "0.5");
         d = ServiceProcess.start("d", dm, LOGS);
         p.awaitReady(READY);
         d.awaitReady(READY);
@@ -279,10 +280,11 @@ class TwoProcessScheduleIT {
     }
 
     /**
-     * D's notifications are struck throughout (every 2nd duplicated, replayed or sent late, in turn), but
+     * D's notifications are struck throughout (half at random, duplicated, replayed or sent late, in turn), but
      * a schedule's own second readers and reused ids make P refuse notifications without any fault. So
-     * after the schedules, one reader at a time pulls fresh attempts: without faults P would count none
-     * of the counters below; with them, the duplicated read notifications must reach P as duplicates, the
+     * after the schedules, one reader at a time pulls attempts of ids of their own, each id's second attempt
+     * only after the first's copies reached P ({@link #lonePullsAroundAReusedId}): without faults P would
+     * count none of the counters below (checked: the test fails with the notification faults off); with them, the duplicated read notifications must reach P as duplicates, the
      * replayed ones after the release as stale (after expiry), and the replayed or late heartbeats after
      * the release as ignored: delivered, and changing nothing (every probe still received).
      */
@@ -292,23 +294,50 @@ class TwoProcessScheduleIT {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         Map<String, Long> after = before;
         int received = 0;
+        reusedAndReceived = 0;
         for (int i = 0; i < PROBES || !faultsSeen(before, after); i++) {
             assertTrue(System.nanoTime() < deadline, "notification faults not seen at P within 30 s: before "
                     + before + ", after " + after);
-            Attempt a = prefill(r, "nf-" + i, false);
-            if (a != null && judge(a, d.pull(nextPullId(), a.tokens(), a.params())).equals("received")) {
-                received++;
-            }
-            if (i >= PROBES - 1) {
-                Thread.sleep(NOTICE_DELAY.toMillis() / 2); // late copies go out on D's next calls: the next pulls
-            }
+            received += lonePullsAroundAReusedId(r, "nf-" + i);
             after = refusals();
         }
-        assertTrue(received > 0, "lone pulls of fresh attempts are received whatever befalls their notifications");
+        assertTrue(reusedAndReceived > 0, "some ids were reused after their first attempt's release: " + received);
         Map<String, Long> delta = new TreeMap<>();
         after.forEach((k, v) -> delta.put(k, v - before.get(k)));
-        System.out.printf("TwoProcessScheduleIT: notification faults, %d lone pulls (%d received): P refused or "
-                + "ignored %s%n", PROBES, received, delta);
+        System.out.printf("TwoProcessScheduleIT: notification faults, %d ids pulled alone (%d pulls received, %d "
+                + "second attempts under a reused id received after the first's late copies): P refused or ignored %s%n",
+                PROBES, received, reusedAndReceived, delta);
+    }
+
+    private int reusedAndReceived;
+
+    /**
+     * One id, two attempts: the first pulled (its read notification may be replayed or late), the second
+     * prefilled under the same id once the first is released; after the copies are due, a pull of another
+     * attempt makes D send them (D sends due copies on its next call into its agent), and only then is the
+     * second attempt pulled: a copy of the first's read notification that released the second's lease would
+     * decline it (its slot zeroed), so it must be received. Returns the pulls received.
+     */
+    private int lonePullsAroundAReusedId(SplittableRandom r, String id) throws Exception {
+        int received = 0;
+        Attempt first = prefill(r, id, false);
+        if (first == null || !judge(first, d.pull(nextPullId(), first.tokens(), first.params())).equals("received")) {
+            return received;
+        }
+        received++;
+        Attempt second = prefill(r, id, false); // refused while a late read notification keeps the first held
+        Thread.sleep(NOTICE_DELAY.toMillis() + 50);
+        Attempt poke = prefill(r, id + "-poke", false);
+        if (poke != null && judge(poke, d.pull(nextPullId(), poke.tokens(), poke.params())).equals("received")) {
+            received++;
+        }
+        if (second != null) {
+            String outcome = judge(second, d.pull(nextPullId(), second.tokens(), second.params()));
+            assertEquals("received", outcome, "attempt 2 of " + id + " after attempt 1's late notifications reached P");
+            reusedAndReceived++;
+            received++;
+        }
+        return received;
     }
 
     private static boolean faultsSeen(Map<String, Long> before, Map<String, Long> after) {
