@@ -2,6 +2,7 @@ package io.pdconnector.config;
 
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -13,7 +14,10 @@ public interface FaultsConfig {
     @WithDefault("false")
     boolean enabled();
 
-    /** Which READs: {@code block} (a peer's KV), {@code slot} (its lease slots) or {@code any}. */
+    /**
+     * Which READs: {@code block} (a peer's KV), {@code slot} (its lease slots), {@code any}, or
+     * {@code none} (only notifications are struck).
+     */
     @WithDefault("any")
     ReadKind readKind();
 
@@ -42,8 +46,43 @@ public interface FaultsConfig {
     @WithDefault("12")
     long seed();
 
+    /** Faults on the notifications this instance sends (a decoder's read notifications and heartbeats). */
+    Notifications notifications();
+
+    interface Notifications {
+        /** {@code read} (read notifications), {@code heartbeat}, {@code any}, or {@code none} (off). */
+        @WithDefault("none")
+        NotificationKind kind();
+
+        /**
+         * What successive strikes do, in turn: {@code duplicate} (sent twice at once), {@code late} (sent
+         * only, {@code delay} later), {@code replay} (sent now and again {@code delay} later).
+         */
+        @WithDefault("replay")
+        List<NotificationAction> actions();
+
+        @WithDefault("500ms")
+        Duration delay();
+
+        /** The chance each candidate notification is struck; give this or {@code every-nth}, not both. */
+        @WithDefault("0")
+        double probability();
+
+        /** Every n-th candidate notification is struck (counted over the instance); 0: use {@code probability}. */
+        @WithDefault("0")
+        int everyNth();
+    }
+
     enum ReadKind {
-        block, slot, any
+        block, slot, any, none
+    }
+
+    enum NotificationKind {
+        read, heartbeat, any, none
+    }
+
+    enum NotificationAction {
+        duplicate, late, replay
     }
 
     enum Action {

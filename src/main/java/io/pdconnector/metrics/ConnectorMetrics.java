@@ -110,6 +110,9 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
                         + " lease's nonce, or claiming more readers than a TP mapping allows").register(registry);
         counter("pd_stale_notifications_ignored", "Read notifications whose nonce was not the live lease's",
                 c.staleNotifications);
+        counter("pd_duplicate_notifications_ignored", "Read notifications from a reader already counted for that"
+                + " lease and rank (a duplicated message cannot stand in for a second reader)",
+                c.duplicateNotifications);
         counter("pd_leases_exported", "Leases exported as kv_transfer_params", c.leasesExported);
         counter("pd_exports_without_slot", "Exports with no free lease slot (no lease fields, L4)", c.exportsWithoutSlot);
         counter("pd_reservations_abandoned", "Engine reservations taken back: not finished before their deadline",

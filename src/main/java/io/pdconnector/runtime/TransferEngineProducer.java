@@ -8,6 +8,7 @@ import io.pdconnector.nixl.UcxThreads;
 import io.pdconnector.transfer.TransferEngine;
 import io.pdconnector.transfer.faults.FaultInjectingEngine;
 import io.pdconnector.transfer.faults.FaultPlan;
+import io.pdconnector.transfer.faults.NotificationFaultPlan;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -16,6 +17,7 @@ import jakarta.enterprise.inject.Disposes;
 import jakarta.enterprise.inject.Produces;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.jboss.logging.Logger;
 
@@ -42,18 +44,41 @@ public class TransferEngineProducer {
     }
 
     private static TransferEngine withFaults(TransferEngine engine, FaultsConfig faults) {
-        FaultPlan plan;
+        FaultInjectingEngine wrapped;
         try {
-            plan = new FaultPlan(FaultPlan.Kind.valueOf(faults.readKind().name().toUpperCase(Locale.ROOT)),
-                    faults.rank().map(OptionalInt::of).orElse(OptionalInt.empty()),
-                    FaultPlan.Action.valueOf(faults.action().name().toUpperCase(Locale.ROOT)), faults.duration(),
-                    faults.probability(), faults.everyNth(), faults.seed());
+            wrapped = new FaultInjectingEngine(engine, readPlan(faults), notificationPlan(faults.notifications()),
+                    faults.seed());
         } catch (IllegalArgumentException e) {
             engine.close();
             throw e;
         }
-        LOG.warnf("FAULT INJECTION ON (pd.faults.enabled): %s", plan);
-        return new FaultInjectingEngine(engine, plan);
+        LOG.warnf("FAULT INJECTION ON (pd.faults.enabled): READs: %s; notifications: %s",
+                wrapped.readPlan().map(Object::toString).orElse("none"),
+                wrapped.notificationPlan().map(Object::toString).orElse("none"));
+        return wrapped;
+    }
+
+    /** The READ plan {@code pd.faults.*} gives; empty for {@code read-kind=none}. Bad values throw, naming the key. */
+    static Optional<FaultPlan> readPlan(FaultsConfig faults) {
+        if (faults.readKind() == FaultsConfig.ReadKind.none) {
+            return Optional.empty();
+        }
+        return Optional.of(new FaultPlan(FaultPlan.Kind.valueOf(faults.readKind().name().toUpperCase(Locale.ROOT)),
+                faults.rank().map(OptionalInt::of).orElse(OptionalInt.empty()),
+                FaultPlan.Action.valueOf(faults.action().name().toUpperCase(Locale.ROOT)), faults.duration(),
+                faults.probability(), faults.everyNth(), faults.seed()));
+    }
+
+    /** The plan {@code pd.faults.notifications.*} gives; empty for {@code kind=none}. */
+    static Optional<NotificationFaultPlan> notificationPlan(FaultsConfig.Notifications n) {
+        if (n.kind() == FaultsConfig.NotificationKind.none) {
+            return Optional.empty();
+        }
+        return Optional.of(new NotificationFaultPlan(
+                NotificationFaultPlan.Kind.valueOf(n.kind().name().toUpperCase(Locale.ROOT)),
+                n.actions().stream().map(a -> NotificationFaultPlan.Action.valueOf(a.name().toUpperCase(Locale.ROOT)))
+                        .toList(),
+                n.delay(), n.probability(), n.everyNth()));
     }
 
     /** Opens the engine during start-up, so a missing NIXL stops the service before it reports ready. */

@@ -29,8 +29,13 @@ import org.junit.jupiter.api.Test;
  * Counts per outcome are printed; a failure names the schedule's seed: replay it with
  * {@code -Dpd.schedule.seed=<seed> -Dpd.schedules=1}. {@code -Pnightly} runs 3000 schedules.
  *
- * <p>Late, duplicated and forged notifications and heartbeats after release need a NIXL peer of the
- * test's own: {@code NixlRandomizedScheduleIT} sends them (in one process, real NIXL).
+ * <p>D's own notifications are struck too ({@code pd.faults.notifications.*}): half of its read
+ * notifications and heartbeats, at random, are duplicated, replayed 300 ms later, or sent only 300 ms late,
+ * in turn, so copies reach P after their lease's release, after its id's reuse, or twice. After the
+ * schedules, lone pulls (two attempts per id) show on P's counters that those copies arrived and were
+ * refused or ignored, and that none released the id's newer attempt.
+ * Forged notifications (no nonce, a wrong one) need a NIXL peer of the test's own:
+ * {@code NixlRandomizedScheduleIT} sends them (in one process, real NIXL).
  */
 class TwoProcessScheduleIT {
 
@@ -40,6 +45,9 @@ class TwoProcessScheduleIT {
     private static final Path LOGS = TARGET.resolve("it-logs").resolve(TwoProcessScheduleIT.class.getSimpleName());
     private static final int SCHEDULES = Integer.getInteger("pd.schedules", 200);
     private static final long FIXED_SEED = Long.getLong("pd.schedule.seed", 0);
+    /** Past a pull's decision, so a replayed or late heartbeat reaches P after the lease was released. */
+    private static final Duration NOTICE_DELAY = Duration.ofMillis(300);
+    private static final int PROBES = 16;
     private static final String[] SHARED_IDS = {"x0", "x1", "x2"};
 
     private static ServiceProcess p;
@@ -67,6 +75,10 @@ class TwoProcessScheduleIT {
         dm.put("pd.faults.action", "delay");
         dm.put("pd.faults.duration", "40ms");
         dm.put("pd.faults.probability", "0.3");
+        dm.put("pd.faults.notifications.kind", "any");
+        dm.put("pd.faults.notifications.actions", "duplicate,replay,late");
+        dm.put("pd.faults.notifications.delay", NOTICE_DELAY.toMillis() + "ms");
+        dm.put("pd.faults.notifications.probability", "0.5");
         d = ServiceProcess.start("d", dm, LOGS);
         p.awaitReady(READY);
         d.awaitReady(READY);
@@ -106,6 +118,7 @@ class TwoProcessScheduleIT {
                 + "compared by D, outcomes %s%n", SCHEDULES, runSeed, seconds, pullCounter, bytesChecked, outcomes);
         assertTrue(outcomes.getOrDefault("received", 0) > 0, "some pulls received: " + outcomes);
         assertTrue(outcomes.keySet().stream().anyMatch(o -> o.startsWith("declined:")), "some declined: " + outcomes);
+        probeNotificationFaults();
         assertNothingHeld();
     }
 
@@ -125,7 +138,10 @@ class TwoProcessScheduleIT {
 
     /** A prefill under a fresh id or one of a few ids reused across schedules (P refuses one still held). */
     private Attempt prefill(SplittableRandom r, String fresh) throws Exception {
-        String id = r.nextInt(3) == 0 ? SHARED_IDS[r.nextInt(SHARED_IDS.length)] : fresh;
+        return prefill(r, r.nextInt(3) == 0 ? SHARED_IDS[r.nextInt(SHARED_IDS.length)] : fresh, true);
+    }
+
+    private Attempt prefill(SplittableRandom r, String id, boolean remember) throws Exception {
         int[] tokens = new int[8 + r.nextInt(72)];
         for (int t = 0; t < tokens.length; t++) {
             tokens[t] = 1 + r.nextInt(30_000);
@@ -140,6 +156,9 @@ class TwoProcessScheduleIT {
             return null;
         }
         Attempt a = new Attempt(id, tokens, reply.json().path("kv_transfer_params"));
+        if (!remember) {
+            return a;
+        }
         attempts.add(a);
         if (attempts.size() > 32) {
             attempts.removeFirst();
@@ -245,6 +264,89 @@ class TwoProcessScheduleIT {
         p = ServiceProcess.start("p-restarted", pm, LOGS, p.port);
         p.awaitReady(READY);
         d.awaitProducers(READY, "sched-p");
+    }
+
+    /** P's counters of notifications it refused or ignored, by metric name. */
+    private static final String[] REFUSALS = {"pd_heartbeats_ignored_total", "pd_stale_notifications_ignored_total",
+        "nixl_num_notifications_after_expiry_total", "pd_duplicate_notifications_ignored_total",
+        "pd_notifications_refused_total"};
+
+    private static Map<String, Long> refusals() throws Exception {
+        Map<String, Long> counts = new TreeMap<>();
+        for (String metric : REFUSALS) {
+            counts.put(metric, (long) p.metric(metric));
+        }
+        return counts;
+    }
+
+    /**
+     * D's notifications are struck throughout (half at random, duplicated, replayed or sent late, in turn), but
+     * a schedule's own second readers and reused ids make P refuse notifications without any fault. So
+     * after the schedules, one reader at a time pulls attempts of ids of their own, each id's second attempt
+     * only after the first's copies reached P ({@link #lonePullsAroundAReusedId}): without faults P would
+     * count none of the counters below (checked: the test fails with the notification faults off); with them, the duplicated read notifications must reach P as duplicates, the
+     * replayed ones after the release as stale (after expiry), and the replayed or late heartbeats after
+     * the release as ignored: delivered, and changing nothing (every probe still received).
+     */
+    private void probeNotificationFaults() throws Exception {
+        Map<String, Long> before = refusals();
+        SplittableRandom r = new SplittableRandom(PROBES);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        Map<String, Long> after = before;
+        int received = 0;
+        reusedAndReceived = 0;
+        for (int i = 0; i < PROBES || !faultsSeen(before, after); i++) {
+            assertTrue(System.nanoTime() < deadline, "notification faults not seen at P within 30 s: before "
+                    + before + ", after " + after);
+            received += lonePullsAroundAReusedId(r, "nf-" + i);
+            after = refusals();
+        }
+        assertTrue(reusedAndReceived > 0, "some ids were reused after their first attempt's release: " + received);
+        Map<String, Long> delta = new TreeMap<>();
+        after.forEach((k, v) -> delta.put(k, v - before.get(k)));
+        System.out.printf("TwoProcessScheduleIT: notification faults, %d ids pulled alone (%d pulls received, %d "
+                + "second attempts under a reused id received after the first's late copies): P refused or ignored %s%n",
+                PROBES, received, reusedAndReceived, delta);
+    }
+
+    private int reusedAndReceived;
+
+    /**
+     * One id, two attempts: the first pulled (its read notification may be replayed or late), the second
+     * prefilled under the same id once the first is released; after the copies are due, a pull of another
+     * attempt makes D send them (D sends due copies on its next call into its agent), and only then is the
+     * second attempt pulled: a copy of the first's read notification that released the second's lease would
+     * decline it (its slot zeroed), so it must be received. Returns the pulls received.
+     */
+    private int lonePullsAroundAReusedId(SplittableRandom r, String id) throws Exception {
+        int received = 0;
+        Attempt first = prefill(r, id, false);
+        if (first == null || !judge(first, d.pull(nextPullId(), first.tokens(), first.params())).equals("received")) {
+            return received;
+        }
+        received++;
+        Attempt second = prefill(r, id, false); // refused while a late read notification keeps the first held
+        Thread.sleep(NOTICE_DELAY.toMillis() + 50);
+        Attempt poke = prefill(r, id + "-poke", false);
+        if (poke != null && judge(poke, d.pull(nextPullId(), poke.tokens(), poke.params())).equals("received")) {
+            received++;
+        }
+        if (second != null) {
+            String outcome = judge(second, d.pull(nextPullId(), second.tokens(), second.params()));
+            assertEquals("received", outcome, "attempt 2 of " + id + " after attempt 1's late notifications reached P");
+            reusedAndReceived++;
+            received++;
+        }
+        return received;
+    }
+
+    private static boolean faultsSeen(Map<String, Long> before, Map<String, Long> after) {
+        return after.get("pd_heartbeats_ignored_total") > before.get("pd_heartbeats_ignored_total")
+                && after.get("pd_stale_notifications_ignored_total") > before.get("pd_stale_notifications_ignored_total")
+                && after.get("nixl_num_notifications_after_expiry_total")
+                        > before.get("nixl_num_notifications_after_expiry_total")
+                && after.get("pd_duplicate_notifications_ignored_total")
+                        > before.get("pd_duplicate_notifications_ignored_total");
     }
 
     private void assertNothingHeld() throws Exception {

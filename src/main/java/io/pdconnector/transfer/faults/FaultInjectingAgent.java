@@ -9,23 +9,31 @@ import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.TransferStatus;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
 
 /**
  * One agent of a {@link FaultInjectingEngine}. Confined to its step loop like the agent it wraps,
  * so its maps need no lock. A struck READ is still the real READ underneath: a failure or a delay is
- * reported only on top of its real status, never while its bytes may still land (L13).
+ * reported only on top of its real status, never while its bytes may still land (L13). A struck
+ * notification's late copy waits in a small bounded list and is sent by the first call into this agent
+ * after it is due, on the loop's thread, so late copies need no thread of their own.
  */
 final class FaultInjectingAgent implements TransferAgent {
+
+    /** {@code LeaseNotification.HEARTBEAT_PREFIX}; the transfer layer may not depend on the protocol. */
+    static final String HEARTBEAT_PREFIX = "HB:";
 
     private final TransferAgent inner;
     private final FaultInjectingEngine engine;
     /** Remote lists prepared through this agent that describe a peer's lease slots. */
     private final Map<PreparedDescriptors, Boolean> slotLists = new IdentityHashMap<>();
     private final Map<ReadRequest, Strike> strikes = new IdentityHashMap<>();
+    private final DelayedNotifications delayed = new DelayedNotifications();
 
     private record Strike(FaultPlan.Action action, long untilNanos) {
     }
@@ -38,9 +46,10 @@ final class FaultInjectingAgent implements TransferAgent {
     @Override
     public ReadRequest postRead(PreparedDescriptors local, int[] localIndices, PreparedDescriptors remote,
             int[] remoteIndices, byte[] notification) {
+        sendDue();
         boolean slotRead = slotLists.getOrDefault(remote, false);
-        FaultPlan plan = engine.plan();
         boolean hit = engine.strikes(slotRead, sourceRank(remote.owner()));
+        FaultPlan plan = hit ? engine.readPlan().orElseThrow() : null;
         if (hit && plan.action() == FaultPlan.Action.HOLD) {
             hold(plan.duration().toNanos());
         }
@@ -64,6 +73,7 @@ final class FaultInjectingAgent implements TransferAgent {
 
     @Override
     public TransferStatus status(ReadRequest request) {
+        sendDue();
         Strike strike = strikes.get(request);
         if (strike != null && strike.action() == FaultPlan.Action.DELAY && System.nanoTime() < strike.untilNanos()) {
             return TransferStatus.IN_PROGRESS;
@@ -78,6 +88,7 @@ final class FaultInjectingAgent implements TransferAgent {
 
     @Override
     public void release(ReadRequest request) {
+        sendDue();
         inner.release(request);
         strikes.remove(request);
     }
@@ -152,11 +163,44 @@ final class FaultInjectingAgent implements TransferAgent {
 
     @Override
     public void sendNotification(String remoteAgent, byte[] message) {
-        inner.sendNotification(remoteAgent, message);
+        sendDue();
+        Optional<NotificationFaultPlan.Action> action = engine.strikeNotification(isHeartbeat(message));
+        if (action.isEmpty() || !delayed.hasRoom() && action.get() != NotificationFaultPlan.Action.DUPLICATE) {
+            inner.sendNotification(remoteAgent, message);
+            return;
+        }
+        long due = System.nanoTime() + engine.notificationPlan().orElseThrow().delay().toNanos();
+        switch (action.get()) {
+            case DUPLICATE -> {
+                inner.sendNotification(remoteAgent, message);
+                inner.sendNotification(remoteAgent, message);
+            }
+            case LATE -> delayed.add(due, remoteAgent, message);
+            case REPLAY -> {
+                inner.sendNotification(remoteAgent, message);
+                delayed.add(due, remoteAgent, message);
+            }
+        }
+    }
+
+    private static boolean isHeartbeat(byte[] message) {
+        return new String(message, 0, Math.min(message.length, HEARTBEAT_PREFIX.length()), StandardCharsets.UTF_8)
+                .equals(HEARTBEAT_PREFIX);
+    }
+
+    /** Sends the late copies that are due, from the loop's own call: no thread of the fault layer's. */
+    private void sendDue() {
+        delayed.sendDue(System.nanoTime(), inner);
+    }
+
+    /** Late copies still waiting; they are lost if the agent closes first, as on a network. */
+    int delayedNotifications() {
+        return delayed.size();
     }
 
     @Override
     public int drainNotifications(NotificationSink sink) {
+        sendDue();
         return inner.drainNotifications(sink);
     }
 

@@ -41,16 +41,7 @@ public record FaultPlan(Kind kind, OptionalInt sourceRank, Action action, Durati
         if (duration == null || duration.isNegative()) {
             throw new IllegalArgumentException("pd.faults.duration must not be negative, got " + duration);
         }
-        if (!(probability >= 0 && probability <= 1)) {
-            throw new IllegalArgumentException("pd.faults.probability must be in [0, 1], got " + probability);
-        }
-        if (everyNth < 0) {
-            throw new IllegalArgumentException("pd.faults.every-nth must not be negative, got " + everyNth);
-        }
-        if ((probability > 0) == (everyNth > 0)) {
-            throw new IllegalArgumentException("fault injection needs exactly one of pd.faults.probability (> 0) "
-                    + "and pd.faults.every-nth (> 0); got " + probability + " and " + everyNth);
-        }
+        Strikes.validate("pd.faults.", probability, everyNth);
         if (sourceRank.isPresent() && sourceRank.getAsInt() < 0) {
             throw new IllegalArgumentException("pd.faults.rank must not be negative, got " + sourceRank.getAsInt());
         }
