@@ -1,5 +1,6 @@
 package io.pdconnector.consumer;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -12,6 +13,8 @@ final class Expiry {
 
     private final ConsumerState state;
     private final Decider decider;
+    /** The pulls due this step, gathered before any is acted on (acting changes the map); reused, so an idle step allocates nothing. */
+    private final List<Pull> due = new ArrayList<>();
 
     Expiry(ConsumerState state, Decider decider) {
         this.state = state;
@@ -19,8 +22,25 @@ final class Expiry {
     }
 
     int expire(long now) {
+        for (Pull pull : state.pulls.values()) {
+            if (pull.state().decided() ? now >= pull.retainedUntilMillis()
+                    : pull.reply().isCancelled() || now >= pull.deadlineMillis()) {
+                due.add(pull);
+            }
+        }
+        if (due.isEmpty()) {
+            return 0;
+        }
+        try {
+            return act(now);
+        } finally {
+            due.clear();
+        }
+    }
+
+    private int act(long now) {
         int n = 0;
-        for (Pull pull : List.copyOf(state.pulls.values())) {
+        for (Pull pull : due) {
             if (pull.state().decided()) {
                 if (now >= pull.retainedUntilMillis()) {
                     state.forget(pull);

@@ -1,5 +1,6 @@
 package io.pdconnector.consumer;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -12,6 +13,8 @@ final class ReadPoller {
 
     private final ConsumerState state;
     private final Decider decider;
+    /** The READING pulls at the start of a poll (polling moves them on); reused, so a step allocates nothing. */
+    private final List<Pull> polled = new ArrayList<>();
 
     ReadPoller(ConsumerState state, Decider decider) {
         this.state = state;
@@ -19,11 +22,22 @@ final class ReadPoller {
     }
 
     int poll() {
-        int n = 0;
-        for (Pull pull : List.copyOf(state.reading)) {
-            n += decider.guard(pull, () -> poll(pull));
+        if (state.reading.isEmpty()) {
+            return 0;
         }
-        return n;
+        for (int i = 0; i < state.reading.size(); i++) {
+            polled.add(state.reading.get(i));
+        }
+        try {
+            int n = 0;
+            for (int i = 0; i < polled.size(); i++) {
+                Pull pull = polled.get(i);
+                n += decider.guard(pull, () -> poll(pull));
+            }
+            return n;
+        } finally {
+            polled.clear();
+        }
     }
 
     private int poll(Pull pull) {

@@ -37,6 +37,9 @@ final class SlotChecker {
     }
 
     private int decideChecked() {
+        if (state.checking.isEmpty()) {
+            return 0;
+        }
         int n = 0;
         for (Pull pull : List.copyOf(state.checking)) {
             if (pull.slotsDecidable()) {

@@ -1,7 +1,6 @@
 package io.pdconnector.nixl;
 
 import io.pdconnector.transfer.TransferException;
-import java.nio.charset.StandardCharsets;
 
 /**
  * The two checks every downcall site shares: agent names are checked in Java before they reach the
@@ -20,8 +19,10 @@ final class NativeChecks {
             throw new IllegalArgumentException("agent name must be 1-" + (NAME_CAPACITY - 1)
                     + " characters without NUL, got " + name);
         }
-        if (!StandardCharsets.US_ASCII.newEncoder().canEncode(name)) {
-            throw new IllegalArgumentException("agent name must be ASCII, got " + name);
+        for (int i = 0; i < name.length(); i++) { // a loop, not a CharsetEncoder: this runs for every notification
+            if (name.charAt(i) > 0x7f) {
+                throw new IllegalArgumentException("agent name must be ASCII, got " + name);
+            }
         }
     }
 

@@ -36,8 +36,10 @@ final class NixlNotifications {
         if (message == null || message.length == 0) {
             throw new IllegalArgumentException("a notification must not be empty");
         }
-        TransferException.checkNotificationSize("pdx_notif_send(" + remoteAgent + ")", message);
-        check("pdx_notif_send(" + remoteAgent + ")",
+        if (message.length > TransferAgent.MAX_NOTIFICATION_BYTES) { // the label only when it is needed
+            TransferException.checkNotificationSize("pdx_notif_send(" + remoteAgent + ")", message);
+        }
+        check("pdx_notif_send", remoteAgent,
                 native_.notifSend(agent, scratch.name(remoteAgent), scratch.bytes(message), message.length));
     }
 
