@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
 import static io.pdconnector.testing.Cluster.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,10 +34,8 @@ import org.junit.jupiter.api.Test;
  */
 class FaultInjectionIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     private static final Duration LEASE = Duration.ofSeconds(2);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(FaultInjectionIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(FaultInjectionIT.class);
     private static final AtomicInteger SEED = new AtomicInteger(900);
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 

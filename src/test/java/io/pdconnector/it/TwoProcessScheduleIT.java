@@ -1,5 +1,6 @@
 package io.pdconnector.it;
 
+import static io.pdconnector.it.ServiceProcess.READY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -39,10 +40,8 @@ import org.junit.jupiter.api.Test;
  */
 class TwoProcessScheduleIT {
 
-    private static final Duration READY = Duration.ofSeconds(120);
     private static final Duration LEASE = Duration.ofSeconds(1);
-    private static final Path TARGET = Path.of(System.getProperty("pd.it.app", "target/quarkus-app")).getParent();
-    private static final Path LOGS = TARGET.resolve("it-logs").resolve(TwoProcessScheduleIT.class.getSimpleName());
+    private static final Path LOGS = ServiceProcess.logsOf(TwoProcessScheduleIT.class);
     private static final int SCHEDULES = Integer.getInteger("pd.schedules", 200);
     private static final long FIXED_SEED = Long.getLong("pd.schedule.seed", 0);
     /** Past a pull's decision, so a replayed or late heartbeat reaches P after the lease was released. */
