@@ -5,11 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.quarkus.runtime.configuration.MemorySize;
-import io.quarkus.runtime.configuration.MemorySizeConverter;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -22,13 +17,7 @@ import org.junit.jupiter.api.Test;
 class ConnectorSettingsTest {
 
     private static PdConfig pd(Map<String, String> keys) {
-        return new SmallRyeConfigBuilder()
-                .withConverter(Duration.class, 200, new DurationConverter())
-                .withConverter(MemorySize.class, 200, new MemorySizeConverter())
-                .withMapping(PdConfig.class)
-                .withSources(new PropertiesConfigSource(keys, "test", 500))
-                .build()
-                .getConfigMapping(PdConfig.class);
+        return PdConfigs.from(keys);
     }
 
     @Test

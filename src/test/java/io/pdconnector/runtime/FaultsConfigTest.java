@@ -5,13 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.config.FaultsConfig;
-import io.pdconnector.config.PdConfig;
+import io.pdconnector.config.PdConfigs;
 import io.pdconnector.transfer.faults.NotificationFaultPlan;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.quarkus.runtime.configuration.MemorySize;
-import io.quarkus.runtime.configuration.MemorySizeConverter;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -22,13 +17,7 @@ import org.junit.jupiter.api.Test;
 class FaultsConfigTest {
 
     private static FaultsConfig faults(Map<String, String> keys) {
-        return new SmallRyeConfigBuilder()
-                .withConverter(Duration.class, 200, new DurationConverter())
-                .withConverter(MemorySize.class, 200, new MemorySizeConverter())
-                .withMapping(PdConfig.class)
-                .withSources(new PropertiesConfigSource(keys, "test", 500))
-                .build()
-                .getConfigMapping(PdConfig.class).faults();
+        return PdConfigs.from(keys).faults();
     }
 
     @Test
