@@ -44,4 +44,13 @@ final class PairSettings {
         settings.put("pd.registry.static.peers", producer);
         return settings;
     }
+
+    /** Puts the fault keys that delay this consumer's block READs by {@code delay}, each with {@code probability}. */
+    static void delayBlockReads(Map<String, String> consumer, Duration delay, double probability) {
+        consumer.put("pd.faults.enabled", "true");
+        consumer.put("pd.faults.read-kind", "block");
+        consumer.put("pd.faults.action", "delay");
+        consumer.put("pd.faults.duration", delay.toMillis() + "ms");
+        consumer.put("pd.faults.probability", Double.toString(probability));
+    }
 }

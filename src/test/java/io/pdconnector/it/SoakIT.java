@@ -65,11 +65,7 @@ class SoakIT {
         Map<String, String> dm = PairSettings.consumer("soak-d", "127.0.0.1:" + p.port, 512, LEASE);
         dm.put("pd.consumer.heartbeat-interval", "250ms");
         dm.put("pd.consumer.pull-timeout", "10s");
-        dm.put("pd.faults.enabled", "true");
-        dm.put("pd.faults.read-kind", "block");
-        dm.put("pd.faults.action", "delay");
-        dm.put("pd.faults.duration", "20ms");
-        dm.put("pd.faults.probability", "0.05");
+        PairSettings.delayBlockReads(dm, Duration.ofMillis(20), 0.05);
         d = ServiceProcess.start("d", dm, LOGS);
         p.awaitReady(READY);
         d.awaitReady(READY);

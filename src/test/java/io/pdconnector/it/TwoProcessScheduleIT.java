@@ -69,11 +69,7 @@ class TwoProcessScheduleIT {
         dm.put("pd.consumer.heartbeat-interval", "200ms");
         dm.put("pd.consumer.pull-timeout", "3s");
         dm.put("pd.registry.static.refresh-interval", "300ms");
-        dm.put("pd.faults.enabled", "true");
-        dm.put("pd.faults.read-kind", "block");
-        dm.put("pd.faults.action", "delay");
-        dm.put("pd.faults.duration", "40ms");
-        dm.put("pd.faults.probability", "0.3");
+        PairSettings.delayBlockReads(dm, Duration.ofMillis(40), 0.3);
         dm.put("pd.faults.notifications.kind", "any");
         dm.put("pd.faults.notifications.actions", "duplicate,replay,late");
         dm.put("pd.faults.notifications.delay", NOTICE_DELAY.toMillis() + "ms");
