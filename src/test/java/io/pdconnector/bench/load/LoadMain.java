@@ -106,10 +106,14 @@ public final class LoadMain {
                 long maxNanos = o.maxSeconds().toNanos();
                 long timeout = o.httpTimeout().toNanos();
                 if (o.warmup() > 0) {
+                    // every prompt length, so each row's path (and the reply's size) is compiled before it is timed
+                    int each = Math.max(1, o.warmup() / o.tokens().size());
                     for (Target t : targets) {
-                        progress.start("warm-up " + label(t, "all"), o.warmup());
-                        runner.run(clients.get(t), new Workload(id(t, "warm"), o.tokens().getFirst(), o.seed()), 0,
-                                o.warmup(), Math.min(8, o.maxConcurrency()), maxNanos, timeout, null, progress);
+                        progress.start("warm-up " + label(t, "all"), each * o.tokens().size());
+                        for (TokenDistribution tokens : o.tokens()) {
+                            runner.run(clients.get(t), new Workload(id(t, "warm-" + tokens.label()), tokens, o.seed()), 0, each,
+                                    Math.min(8, o.maxConcurrency()), maxNanos, timeout, null, progress);
+                        }
                     }
                 }
                 for (TokenDistribution tokens : o.tokens()) {
@@ -175,7 +179,7 @@ public final class LoadMain {
                 if (engine != null) {
                     RawReader raw = new RawReader(engine, http, t.producer());
                     s.raw(raw.run(new Workload(id(t, rowKey + "-raw"), tokens, o.seed()), c, o.rawReads(),
-                            Math.max(100, 2 * c), maxNanos, progress, label(t, rowKey)));
+                            Math.max(1000, 2 * c), maxNanos, progress, label(t, rowKey)));
                     s.trivial(TrivialHttp.measure(http, t.consumer(), o.trivialRequests(), maxNanos));
                 }
             }

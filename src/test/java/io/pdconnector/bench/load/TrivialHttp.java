@@ -10,6 +10,9 @@ import org.HdrHistogram.Histogram;
  */
 public final class TrivialHttp {
 
+    /** Unrecorded round trips first: as many as the JIT needs to compile the path (50 left it cold). */
+    static final int WARMUP = 1000;
+
     private TrivialHttp() {
     }
 
@@ -20,7 +23,7 @@ public final class TrivialHttp {
 
     private static Histogram times(Http http, URI service, String path, int count, long maxNanos) throws Exception {
         Histogram h = LatencySummary.newHistogram();
-        int warmup = Math.min(50, count);
+        int warmup = WARMUP;
         long end = System.nanoTime() + maxNanos;
         for (int i = 0; i < warmup + count && System.nanoTime() < end; i++) {
             long t0 = System.nanoTime();
