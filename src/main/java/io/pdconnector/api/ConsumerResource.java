@@ -29,6 +29,7 @@ import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Executor;
@@ -75,28 +76,31 @@ public class ConsumerResource {
         Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
         return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params,
                 ConsumerResource::cancelWhenClientGoes, replyOn)
-                .map(outcome -> reply(request.requestId(), outcome, (System.nanoTime() - start) / 1e6,
-                        checkReference));
+                .map(outcome -> reply(request.requestId(), outcome, start, checkReference));
     }
 
     /** Reads the pulled KV in place, on this thread, not on D's step loop; a pull released meanwhile has none left. */
-    private PullResponse reply(String requestId, PullOutcome outcome, double millis, boolean checkReference) {
+    private PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checkReference) {
+        long replyAt = System.nanoTime();
         PulledKv kv = outcome.kv();
         if (!kv.pin()) {
             throw new UnknownRequestException("consumer", requestId);
         }
         String checksum;
         Boolean reference;
+        Map<String, Double> timings = new LinkedHashMap<>();
+        timings.put("pull_ms", (replyAt - enteredAt) / 1e6);
+        timings.putAll(outcome.timeline().phasesMillis(enteredAt, replyAt));
         try {
             checksum = checksumText(kv.crc32c());
+            timings.put("checksum_ms", (System.nanoTime() - replyAt) / 1e6);
             reference = checkReference && outcome.localBlockIds().length > 0 ? kv.matches(this.reference) : null;
         } finally {
             kv.unpin();
         }
         return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(),
-                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference,
-                Map.of("pull_ms", millis));
+                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference, timings);
     }
 
     /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */

@@ -21,6 +21,7 @@ final class Pull {
     private final long[] observedSlots;
     /** {@code params.blockIds()}, once: every step a queued pull waits reads it. */
     private final int[] remoteBlocks;
+    private final long arrivedNanos = System.nanoTime();
     private PullState state = PullState.QUEUED;
     private DeclineReason reason;
     private int[] localBlocks;
@@ -28,6 +29,10 @@ final class Pull {
     private boolean blocksQuarantined;
     private boolean slotReadFailed;
     private long retainedUntilMillis = Long.MAX_VALUE;
+    private long postStartedNanos;
+    private long readsPostedNanos;
+    private long readsDoneNanos;
+    private long decidedNanos;
 
     Pull(String requestId, int[] tokens, KvTransferParams params, RemotePeer peer, long deadlineMillis,
             CompletableFuture<PullOutcome> reply) {
@@ -48,8 +53,20 @@ final class Pull {
             throw new IllegalStateException("pull " + requestId + " cannot move from " + state + " to " + next);
         }
         state = next;
+        stamp(next);
         if (why != null) {
             reason = why;
+        }
+    }
+
+    /** Measurement only: when the pull entered {@code next}, for its reply's timings. */
+    private void stamp(PullState next) {
+        long now = System.nanoTime();
+        switch (next) {
+            case READING -> readsPostedNanos = now;
+            case CHECKING_SLOTS -> readsDoneNanos = now;
+            case RECEIVED, DECLINED, RECOMPUTED -> decidedNanos = now;
+            case QUEUED -> { }
         }
     }
 
@@ -62,8 +79,10 @@ final class Pull {
         return retainedUntilMillis;
     }
 
+    /** Its block READs are posted next: the {@code post} phase of its timeline starts here. */
     void assignBlocks(int[] blocks) {
         this.localBlocks = blocks;
+        postStartedNanos = System.nanoTime();
     }
 
     void addRead(BlockRead read) {
@@ -147,7 +166,8 @@ final class Pull {
     }
 
     PullOutcome outcome() {
-        return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks, kv);
+        return new PullOutcome(requestId, state, reason, localBlocks == null ? new int[0] : localBlocks, kv,
+                new PullTimeline(arrivedNanos, postStartedNanos, readsPostedNanos, readsDoneNanos, decidedNanos));
     }
 
     /** Decided with KV: callers may read it off the loop until the pull is released. */

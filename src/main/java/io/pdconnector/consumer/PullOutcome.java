@@ -3,10 +3,11 @@ package io.pdconnector.consumer;
 /**
  * How a pull ended. {@code reason} is null for a clean RECEIVED; for RECOMPUTED it says why the
  * received KV was not used. {@code localBlockIds} hold the KV until the caller releases the pull;
- * {@code kv} (null when declined) reads it in place, off the step loop.
+ * {@code kv} (null when declined) reads it in place, off the step loop; {@code timeline} says when it
+ * passed each phase on the loop.
  */
 public record PullOutcome(String requestId, PullState state, DeclineReason reason, int[] localBlockIds,
-        PulledKv kv) {
+        PulledKv kv, PullTimeline timeline) {
 
     public PullOutcome {
         localBlockIds = localBlockIds.clone();

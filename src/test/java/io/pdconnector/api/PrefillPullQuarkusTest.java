@@ -2,6 +2,8 @@ package io.pdconnector.api;
 
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.hamcrest.Matchers.greaterThan;
 import static org.hamcrest.Matchers.hasKey;
 import static org.hamcrest.Matchers.hasSize;
@@ -13,6 +15,7 @@ import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** Prefill then pull through the HTTP API of one instance in role both, on real NIXL. */
@@ -34,7 +37,7 @@ class PrefillPullQuarkusTest {
                 .body("kv_transfer_params.remote_lease_nonce", notNullValue())
                 .extract().path("kv_transfer_params");
 
-        given().contentType(ContentType.JSON)
+        Map<String, Number> timings = given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "q-1", "prompt", "the quick brown fox jumps over the lazy dog again and again",
                         "kv_transfer_params", params))
                 .post("/v1/consumer/pull")
@@ -42,9 +45,25 @@ class PrefillPullQuarkusTest {
                 .body("state", equalTo("received"))
                 .body("bytes", greaterThan(0))
                 .body("kv_checksum", startsWith("crc32c:"))
-                .body("$", not(hasKey("matches_reference"))); // asked for with ?matches_reference=true
+                .body("$", not(hasKey("matches_reference"))) // asked for with ?matches_reference=true
+                .extract().path("timings");
+        assertWhereThePullTimeWent(timings);
 
         given().delete("/v1/consumer/requests/q-1").then().statusCode(204);
+    }
+
+    /** Every phase of a verified pull that read blocks is there, and they add up to {@code pull_ms}. */
+    private static void assertWhereThePullTimeWent(Map<String, Number> timings) {
+        List<String> phases = List.of("to_loop_ms", "queued_ms", "post_ms", "read_ms", "slot_check_ms", "to_reply_ms");
+        assertEquals(Set.of("pull_ms", "checksum_ms", "to_loop_ms", "queued_ms", "post_ms", "read_ms", "slot_check_ms",
+                "to_reply_ms"), timings.keySet(), "timings: " + timings);
+        double sum = 0;
+        for (String phase : phases) {
+            double ms = timings.get(phase).doubleValue();
+            assertTrue(ms >= 0, phase + " is negative: " + timings);
+            sum += ms;
+        }
+        assertEquals(timings.get("pull_ms").doubleValue(), sum, 1e-3, "the phases add up to pull_ms: " + timings);
     }
 
     @Test

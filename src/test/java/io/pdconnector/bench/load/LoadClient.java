@@ -1,6 +1,7 @@
 package io.pdconnector.bench.load;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
 
 /**
  * Drives one request through P and D the way a router does, and says what happened. Never throws
@@ -33,11 +34,12 @@ public interface LoadClient {
     /**
      * What one request came to. Legs are nanoseconds, -1 when the leg did not run; {@code totalNs}
      * the sum of the legs that ran; {@code bytes} the KV bytes D pulled; {@code pullInD} D's own
-     * {@code timings.pull_ms} in nanoseconds (-1 if not reported); {@code releaseFailure} the kind of
-     * a failed release, or null.
+     * {@code timings.pull_ms} in nanoseconds (-1 if not reported); {@code inDPhasesNs} the phases D
+     * reported beside it, by leg name ({@link RowStats#D_PHASES}); {@code releaseFailure} the kind of a
+     * failed release, or null.
      */
     record Result(String outcome, long prefillNs, long pullNs, long releaseNs, long totalNs, long bytes,
-            long pullInDNs, String releaseFailure) {
+            long pullInDNs, Map<String, Long> inDPhasesNs, String releaseFailure) {
 
         public static final String RECEIVED = "received";
         public static final String RECOMPUTED = "recomputed";
@@ -49,7 +51,7 @@ public interface LoadClient {
 
         static Result failed(String outcome, long prefillNs, long pullNs, long releaseNs, String releaseFailure) {
             return new Result(outcome, prefillNs, pullNs, releaseNs, sum(prefillNs, pullNs, releaseNs), 0, -1,
-                    releaseFailure);
+                    Map.of(), releaseFailure);
         }
 
         static long sum(long... legs) {

@@ -2,6 +2,7 @@ package io.pdconnector.bench.load;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.net.URI;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.zip.CRC32C;
 
@@ -72,7 +73,20 @@ public final class NativeClient implements LoadClient {
         long inD = pullMs.isNumber() ? Math.round(pullMs.asDouble() * 1e6) : -1;
         String failure = releaseConsumer(id, bytes, body.path("kv_checksum").asText(""));
         long t3 = System.nanoTime();
-        return new Result(state, prefillNs, t2 - t1, t3 - t2, prefillNs + (t3 - t1), bytes, inD, failure);
+        return new Result(state, prefillNs, t2 - t1, t3 - t2, prefillNs + (t3 - t1), bytes, inD,
+                phases(body.path("timings")), failure);
+    }
+
+    /** Where D says the pull's time went: {@code timings.<phase>_ms} as leg {@code d_<phase>}, in nanoseconds. */
+    private static Map<String, Long> phases(JsonNode timings) {
+        Map<String, Long> out = new HashMap<>();
+        for (String phase : RowStats.D_PHASES) {
+            JsonNode ms = timings.path(phase + "_ms");
+            if (ms.isNumber()) {
+                out.put("d_" + phase, Math.round(ms.asDouble() * 1e6));
+            }
+        }
+        return out;
     }
 
     /** Releases D's blocks of a received pull; the kind of failure, or null. */

@@ -77,7 +77,7 @@ public final class OpenAiClient implements LoadClient {
                     blocks = Math.max(blocks, rank.size());
                 }
                 return new Result(Result.RECEIVED, prefillNs, pull, -1, prefillNs + pull, blocks * blockBytes, -1,
-                        null);
+                        Map.of(), null);
             }
             String outcome = d.status() == 409 ? "declined:" + d.reason() : "http:" + d.status();
             return Result.failed(outcome, prefillNs, pull, -1, abortProducer(id));

@@ -23,7 +23,8 @@ class ReportTest {
         RowStats s = new RowStats((pair.isEmpty() ? "" : pair + "_") + "c" + c + "_t32", pair, c, T32);
         for (int i = 1; i <= 100; i++) {
             long pull = Math.round(i * MS * pullScale);
-            s.record(new LoadClient.Result("received", MS, pull, MS / 2, MS + pull + MS / 2, 393_216, pull / 2, null),
+            s.record(new LoadClient.Result("received", MS, pull, MS / 2, MS + pull + MS / 2, 393_216, pull / 2,
+                    Map.of("d_post", pull / 4), null),
                     i * MS);
         }
         s.addChunk(0, measuredMs * MS, measuredMs * MS);
@@ -45,13 +46,15 @@ class ReportTest {
         assertEquals(0.5, s.leg("release").p99(), 0.001);
         assertEquals(51.5, s.leg("total").p50(), 0.06);
         assertEquals(25.0, s.leg("pull_in_d").p50(), 0.03);
+        assertEquals(12.5, s.leg("d_post").p50(), 0.02);
+        assertEquals(0, s.leg("d_read").count(), "a phase D did not report is not timed");
     }
 
     @Test
     void rates_areOverTheMeasuredTime_only() {
         RowStats s = row("", 16, 1.0, 2_000);
-        s.record(new LoadClient.Result("declined:lease_mismatch", MS, MS, -1, 2 * MS, 0, -1, null), 200 * MS);
-        s.record(new LoadClient.Result("http:503", MS, -1, -1, MS, 0, -1, "release_http:500"), 201 * MS);
+        s.record(new LoadClient.Result("declined:lease_mismatch", MS, MS, -1, 2 * MS, 0, -1, Map.of(), null), 200 * MS);
+        s.record(new LoadClient.Result("http:503", MS, -1, -1, MS, 0, -1, Map.of(), "release_http:500"), 201 * MS);
 
         assertEquals(102, s.finished());
         assertEquals(100, s.succeeded());

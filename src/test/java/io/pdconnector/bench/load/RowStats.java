@@ -18,7 +18,11 @@ import org.HdrHistogram.Histogram;
 public final class RowStats {
 
     /** The legs, in the order they are printed. */
-    public static final String[] LEGS = {"prefill", "pull", "release", "total", "pull_in_d"};
+    public static final String[] LEGS = {"prefill", "pull", "release", "total", "pull_in_d", "d_to_loop", "d_queued",
+        "d_post", "d_read", "d_slot_check", "d_to_reply", "d_checksum"};
+
+    /** The phases of a pull D reports in its reply's {@code timings} ({@code <phase>_ms}), legs {@code d_<phase>}. */
+    public static final String[] D_PHASES = {"to_loop", "queued", "post", "read", "slot_check", "to_reply", "checksum"};
 
     public final String label;
     public final String pair;
@@ -57,6 +61,7 @@ public final class RowStats {
             add("release", r.releaseNs());
             add("total", r.totalNs());
             add("pull_in_d", r.pullInDNs());
+            r.inDPhasesNs().forEach(this::add);
             bytes += r.bytes();
         }
         if (finished == finishedAt.length) {
