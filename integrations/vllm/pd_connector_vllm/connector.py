@@ -108,7 +108,7 @@ def current_token(configured: str, setting: str) -> str | None:
     ``PD_AUTH_TOKENS_ENGINE``, which holds every token being accepted during a rotation. Sent whole,
     ``Bearer new,old`` is no token the service knows (401 on every call). The first entry is the current
     one: the same rule as the service's own clients (``config.ClientTokens``). An empty first entry
-    would send a token nobody chose, so start-up stops naming ``setting`` (never the value: it is logged).
+    would send a token nobody chose, so start-up stops naming ``setting`` (never the value: messages are logged).
     Nothing configured is no token (auth off).
     """
     if not configured:
