@@ -11,7 +11,8 @@ Settings (``kv_connector_extra_config``):
 key                           default    meaning
 ============================  =========  ================================================================
 ``pd_url``                    required   the pd-connector beside this instance, ``http://127.0.0.1:8080``
-``pd_token``                  none       its engine-role bearer token (or env ``PD_ENGINE_TOKEN``)
+``pd_token``                  none       its engine-role bearer token (or env ``PD_ENGINE_TOKEN``); of a
+                                         rotation list ``new,old`` the first is presented
 ``pd_http_timeout_s``         10         deadline of each call but the pull
 ``pd_pull_timeout_s``         150        deadline of a pull (above pd.consumer.pull-timeout, 120 s)
 ``pd_connect_timeout_s``      60         how long start-up waits for pd-connector to answer
@@ -79,7 +80,11 @@ class PdSettings:
         if not url:
             raise ValueError("PdConnector needs kv_connector_extra_config.pd_url, the pd-connector "
                              "beside this vLLM instance (e.g. http://127.0.0.1:8080)")
-        s = cls(str(url), extra.get("pd_token") or os.environ.get("PD_ENGINE_TOKEN") or None,
+        if extra.get("pd_token"):
+            token = current_token(str(extra["pd_token"]), "kv_connector_extra_config.pd_token")
+        else:
+            token = current_token(os.environ.get("PD_ENGINE_TOKEN") or "", "env PD_ENGINE_TOKEN")
+        s = cls(str(url), token,
                 float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
                 float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
                 str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"))
@@ -94,6 +99,25 @@ class PdSettings:
 
     def client(self) -> PdClient:
         return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s)
+
+
+def current_token(configured: str, setting: str) -> str | None:
+    """The token to present out of ``configured``, which may be a rotation list ``new,old``.
+
+    In Kubernetes ``PD_ENGINE_TOKEN`` comes from the same Secret key as the service's own
+    ``PD_AUTH_TOKENS_ENGINE``, which holds every token being accepted during a rotation. Sent whole,
+    ``Bearer new,old`` is no token the service knows (401 on every call). The first entry is the current
+    one: the same rule as the service's own clients (``config.ClientTokens``). An empty first entry
+    would send a token nobody chose, so start-up stops naming ``setting`` (never the value: messages are logged).
+    Nothing configured is no token (auth off).
+    """
+    if not configured:
+        return None
+    first = configured.split(",", 1)[0].strip()
+    if not first:
+        raise ValueError(f"PdConnector: {setting} is a token list whose first entry, the token presented "
+                         "to pd-connector, is empty; put the current token first (e.g. new,old)")
+    return first
 
 
 def wait_for_layout(client: PdClient, deadline_s: float) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from pd_connector_vllm.client import PdClient, PdError
+from pd_connector_vllm.connector import PdSettings
 from pd_connector_vllm.layout import PdGeometry, write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
@@ -139,18 +140,39 @@ def test_a_closed_port_is_unreachable():
 
 
 ENGINE_TOKEN = "engine-token-for-the-plugin-0123456789"
-AUTH = {"pd.auth.enabled": "true", "pd.auth.tokens.engine": ENGINE_TOKEN,
+NEW_ENGINE_TOKEN = "engine-token-rotated-in-0123456789"
+AUTH = {"pd.auth.enabled": "true", "pd.auth.tokens.engine": f"{NEW_ENGINE_TOKEN},{ENGINE_TOKEN}",
         "pd.auth.tokens.router": "router-token-0123456789abcdef", "pd.auth.tokens.peer": "peer-token-0123456789abcdef",
         "pd.auth.tokens.operator": "operator-token-0123456789abcdef"}
 
 
-def test_with_auth_on_the_plugin_presents_its_engine_token_and_without_it_is_refused(tmp_path):
-    with PdService(tmp_path, "pd-plugin-auth", {**GEOMETRY, **AUTH}) as pd_auth:
-        client = PdClient(pd_auth.url, token=ENGINE_TOKEN)
-        assert client.kv_layout()["layers"] == L
-        r = client.reserve("auth-1", 5)
-        assert r["block_ids"]
-        client.abort("auth-1")
-        with pytest.raises(PdError) as e:
-            PdClient(pd_auth.url).kv_layout()
-        assert (e.value.status, e.value.reason) == (401, "unauthenticated")
+@pytest.fixture(scope="module")
+def pd_auth(tmp_path_factory):
+    """Auth on, mid-rotation: the engine role accepts the new token and the old one (README "Rotation")."""
+    with PdService(tmp_path_factory.mktemp("pd-auth"), "pd-plugin-auth", {**GEOMETRY, **AUTH}) as service:
+        yield service
+
+
+def test_with_auth_on_the_plugin_presents_its_engine_token_and_without_it_is_refused(pd_auth):
+    client = PdClient(pd_auth.url, token=ENGINE_TOKEN)
+    assert client.kv_layout()["layers"] == L
+    r = client.reserve("auth-1", 5)
+    assert r["block_ids"]
+    client.abort("auth-1")
+    with pytest.raises(PdError) as e:
+        PdClient(pd_auth.url).kv_layout()
+    assert (e.value.status, e.value.reason) == (401, "unauthenticated")
+
+
+def test_during_a_rotation_the_plugin_given_the_services_token_list_is_accepted(pd_auth, monkeypatch):
+    """k8s/overlays/vllm gives PD_ENGINE_TOKEN the Secret's PD_AUTH_TOKENS_ENGINE: mid-rotation the plugin
+    holds the service's own list and presents its first token; the list itself is no token."""
+    monkeypatch.setenv("PD_ENGINE_TOKEN", AUTH["pd.auth.tokens.engine"])
+    client = PdSettings.from_extra({"pd_url": pd_auth.url}).client()
+    assert client.kv_layout()["layers"] == L
+    client.reserve("rot-1", 5)
+    client.abort("rot-1")
+    client.close()
+    with pytest.raises(PdError) as e:
+        PdClient(pd_auth.url, token=AUTH["pd.auth.tokens.engine"]).kv_layout()
+    assert (e.value.status, e.value.reason) == (401, "unauthenticated")
