@@ -16,8 +16,7 @@ import org.jboss.logging.Logger;
  * every pull, local block, READ, peer and transfer agent. Each step runs the phases in order:
  * <ol>
  * <li>drain commands ({@link ConsumerCommandHandler}): a new pull handshakes if needed, is checked
- *     against the peer, and starts heartbeating at once ({@link Arrival});</li>
- * <li>send due heartbeats, batched per remote engine ({@link NotificationOutbox});</li>
+ *     against the peer, and is due a heartbeat at once ({@link Arrival});</li>
  * <li>give queued pulls local blocks and post their block READs, without notification
  *     ({@link PullStarter});</li>
  * <li>poll block READs; a pull whose READs are all terminal (L9) goes on to the slot check
@@ -26,6 +25,7 @@ import org.jboss.logging.Logger;
  * <li>post one slot READ per remote rank for every pull that got there (L5), spin on it (bounded),
  *     compare, and decide: notify with the nonce only after a match (L6), else decline (L7)
  *     ({@link SlotChecker}, {@link Decider});</li>
+ * <li>send due heartbeats, batched per remote engine, for the pulls still undecided ({@link NotificationOutbox});</li>
  * <li>time out pulls past their deadline ({@link Expiry}).</li>
  * </ol>
  * Block READs are first polled in the step that posted them. Callers reach the loop only through
@@ -117,7 +117,6 @@ public final class PullScheduler implements StepWorker {
         long started = System.nanoTime();
         long now = state.clock.millis();
         int work = commands.drain(c -> handler.handle(c, now));
-        work += sendHeartbeats(now);
         // started before the poll: over CMA a READ is done within its post, so a pull can be read,
         // slot-checked and decided in the step its command arrived in
         work += starter.startQueued();
@@ -125,6 +124,9 @@ public final class PullScheduler implements StepWorker {
         work += state.quarantine.poll();
         work += state.pinned.poll();
         work += slots.check(now);
+        // after the decisions: a pull decided in its arrival step needs no heartbeat (P hears its read
+        // notification instead), and one still undecided is heartbeated in that same step
+        work += sendHeartbeats(now);
         work += expiry.expire(now);
         if (work > 0) {
             state.observer.step(name(), System.nanoTime() - started);

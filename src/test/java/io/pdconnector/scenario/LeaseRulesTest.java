@@ -285,6 +285,36 @@ class LeaseRulesTest {
         cluster.assertNoLeak();
     }
 
+    /**
+     * Heartbeats go out at the end of a step, for the pulls still undecided then: a pull whose READs and
+     * slot check finish in its arrival step (over shared memory, most) costs P no heartbeat, only its read
+     * notification, while a pull that waits for blocks is heartbeated in its arrival step all the same.
+     */
+    @Test
+    void L8_aPullDecidedInItsArrivalStepSendsNoHeartbeat_aQueuedOneIsHeartbeatedInIt() {
+        ProducerFixture p = producer(1);
+        ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").blocks(3).retention(Duration.ofMinutes(5)));
+        KvTransferParams first = cluster.prefill(p, "first", promptA);
+        KvTransferParams waiting = cluster.prefill(p, "waiting", prompt(2, 10));
+
+        CompletableFuture<PullOutcome> decided = d.submitPull("first", promptA, first);
+        d.doWork();
+        assertEquals(PullState.RECEIVED, decided.getNow(null).state(), "read and slot-checked in its arrival step");
+        assertEquals(0, d.counters().heartbeatsSent.get(), "no heartbeat for a pull decided in its arrival step");
+
+        CompletableFuture<PullOutcome> queued = d.submitPull("waiting", prompt(2, 10), waiting);
+        d.doWork();
+        assertFalse(queued.isDone(), "D has no free blocks: the pull waits");
+        assertEquals(1, d.counters().heartbeatsSent.get(), "the waiting pull is heartbeated in its arrival step");
+        cluster.steps(2);
+        assertEquals(1, p.counters().heartbeatsApplied.get());
+
+        cluster.release(d, "first");
+        assertEquals(PullState.RECEIVED, cluster.await(queued).state());
+        cluster.release(d, "waiting");
+        cluster.assertNoLeak();
+    }
+
     @Test
     void L8_heartbeatNeverRevivesAnExpiredLease() {
         ProducerFixture p = producer(1);
