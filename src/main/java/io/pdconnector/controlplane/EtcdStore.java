@@ -4,7 +4,6 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.options.GetOption;
-import io.etcd.jetcd.options.PutOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.controlplane.EtcdClients.EtcdCallException;
@@ -13,12 +12,11 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import org.jboss.logging.Logger;
 
 /**
- * The etcd store: this instance's record at {@code <prefix>instances/<engine-id>}, bound to an etcd
- * lease jetcd keeps alive, and a watch of {@code <prefix>instances/} that pushes every change.
+ * The etcd store: this instance's record at {@code <prefix>instances/<engine-id>} ({@link EtcdOwnRecord}),
+ * bound to an etcd lease jetcd keeps alive, and a watch of {@code <prefix>instances/} that pushes every change.
  *
  * <p>Every etcd call and every listener call runs on one worker thread: a publish never races a
  * reconnection, and the listener hears changes in etcd's order. Callers wait for the worker at most
@@ -47,8 +45,7 @@ public final class EtcdStore implements RegistryStore {
     private final EtcdWorker worker;
     private final EtcdLease lease;
     private final EtcdReachability reachability;
-    /** What publish last asked for; null before it and after a withdraw. */
-    private final AtomicReference<InstanceRecord> desired = new AtomicReference<>();
+    private final EtcdOwnRecord ownRecord;
     private volatile boolean closed;
     private final AtomicBoolean clientClosed = new AtomicBoolean();
 
@@ -57,7 +54,6 @@ public final class EtcdStore implements RegistryStore {
     private EtcdWatch watch;
     private ScheduledFuture<?> retry;
     private ScheduledFuture<?> check;
-    private volatile Written written;
 
     /** Builds the client (no connection yet); unusable TLS files are an {@link IllegalArgumentException} here. */
     public EtcdStore(EtcdSettings settings, RecordCodec codec, RegistryCounters counters) {
@@ -69,6 +65,8 @@ public final class EtcdStore implements RegistryStore {
         this.worker = new EtcdWorker("etcd-store", settings.callTimeout());
         this.reachability = new EtcdReachability(settings.endpoints(), settings.maxBackoff(), counters.reconnects);
         this.lease = new EtcdLease(client.getLeaseClient(), settings.ttl(), settings.callTimeout(), new LeaseEvents());
+        this.ownRecord = new EtcdOwnRecord(client::getKVClient, instancesPrefix, codec, lease, settings.callTimeout(),
+                counters.writes);
     }
 
     @Override
@@ -90,7 +88,7 @@ public final class EtcdStore implements RegistryStore {
 
     @Override
     public void publish(InstanceRecord own) {
-        desired.set(Objects.requireNonNull(own, "own"));
+        ownRecord.want(Objects.requireNonNull(own, "own"));
         if (!closed) {
             worker.runAndWait(this::writeOwnIfDue);
         }
@@ -98,20 +96,17 @@ public final class EtcdStore implements RegistryStore {
 
     @Override
     public void withdraw(String engineId) {
-        desired.updateAndGet(r -> r != null && r.engineId().equals(engineId) ? null : r);
+        ownRecord.unwant(engineId);
         if (!closed) {
-            worker.runAndWait(() -> removeOwn(engineId));
+            worker.runAndWait(() -> ownRecord.remove(engineId));
         }
     }
 
     @Override
     public StoreHealth health() {
-        InstanceRecord own = desired.get();
-        Written w = written;
-        boolean ownPublished = own != null && w != null && w.record() == own && w.leaseId() == lease.id()
-                && lease.live();
+        EtcdOwnRecord.Status own = ownRecord.status();
         boolean reachable = !closed && reachability.answering() && (!lease.held() || lease.live());
-        return new StoreHealth(reachable, ownPublished, detail(reachable, own, ownPublished));
+        return new StoreHealth(reachable, own.published(), detail(reachable, own.sentence()));
     }
 
     /** Stops watching and keeping alive (the record expires with its lease), closes the client; never throws. */
@@ -138,9 +133,9 @@ public final class EtcdStore implements RegistryStore {
             EtcdClients.resetConnectBackoff(client);
         }
         try {
-            InstanceRecord own = desired.get();
+            InstanceRecord own = ownRecord.wanted();
             if (own != null) {
-                writeOwn(own);
+                ownRecord.write(own);
             }
             if (view != null) {
                 rewatch();
@@ -161,59 +156,21 @@ public final class EtcdStore implements RegistryStore {
     }
 
     private void writeOwnIfDue() {
-        InstanceRecord own = desired.get();
-        Written w = written;
         // While a reconnection is pending, it writes the latest record itself.
-        if (closed || retry != null || own == null || w != null && w.record() == own && lease.live()) {
+        if (closed || retry != null) {
+            return;
+        }
+        InstanceRecord own = ownRecord.due();
+        if (own == null) {
             return;
         }
         try {
-            writeOwn(own);
+            ownRecord.write(own);
         } catch (EtcdCallException e) {
             if (reachability.answering()) {
                 doubt();
             } else {
                 lost(e);
-            }
-        }
-    }
-
-    private void writeOwn(InstanceRecord own) throws EtcdCallException {
-        long leaseId = lease.ensure();
-        try {
-            put(own, leaseId);
-        } catch (EtcdCallException e) {
-            if (!EtcdClients.leaseNotFound(e)) {
-                throw e;
-            }
-            // It expired before jetcd noticed (it checks once a second): a new one.
-            lease.abandon();
-            leaseId = lease.ensure();
-            put(own, leaseId);
-        }
-        written = new Written(own, leaseId);
-        counters.writes.incrementAndGet();
-    }
-
-    private void put(InstanceRecord own, long leaseId) throws EtcdCallException {
-        // Writing the same record twice is harmless, so jetcd may retry it on another node.
-        EtcdClients.await(client.getKVClient().put(key(own.engineId()), ByteSequence.from(codec.encode(own)),
-                PutOption.builder().withLeaseId(leaseId).withAutoRetry().build()), settings.callTimeout());
-    }
-
-    private void removeOwn(String engineId) {
-        long deadline = System.nanoTime() + settings.callTimeout().toNanos();
-        try {
-            EtcdClients.await(client.getKVClient().delete(key(engineId)), remaining(deadline));
-            if (desired.get() == null) {
-                written = null;
-                lease.revoke(remaining(deadline));
-            }
-        } catch (EtcdCallException e) {
-            LOG.warnf("withdraw of %s from etcd failed (%s); its record goes when its lease expires", engineId,
-                    e.getMessage());
-            if (desired.get() == null) {
-                lease.abandon();
             }
         }
     }
@@ -292,14 +249,6 @@ public final class EtcdStore implements RegistryStore {
 
     // ---- plumbing ----
 
-    private ByteSequence key(String engineId) {
-        return EtcdClients.bytes(instancesPrefix + engineId);
-    }
-
-    private static Duration remaining(long deadlineNanos) {
-        return Duration.ofNanos(Math.max(1_000_000, deadlineNanos - System.nanoTime()));
-    }
-
     private void closeClient() {
         if (!clientClosed.compareAndSet(false, true)) {
             return;
@@ -311,17 +260,10 @@ public final class EtcdStore implements RegistryStore {
         }
     }
 
-    private String detail(boolean reachable, InstanceRecord own, boolean ownPublished) {
+    private String detail(boolean reachable, String ownPart) {
         EtcdView v = view;
         int records = v == null ? 0 : v.size();
-        String ownPart = own == null ? "no own record to publish"
-                : ownPublished ? "own record of " + own.engineId() + " written under lease " + Long.toHexString(
-                        lease.id()) : "own record of " + own.engineId() + " not written under a live lease";
         return closed ? "etcd store closed" : reachability.describe(reachable, records, instancesPrefix, ownPart);
-    }
-
-    /** The own record as last written, and the lease it was written under. */
-    private record Written(InstanceRecord record, long leaseId) {
     }
 
     private final class WatchEvents implements EtcdWatch.Events {
