@@ -119,8 +119,42 @@ class K8sManifestsQuarkusTest {
             assertEquals(2, vllmPods, "P and D with vLLM beside their pd-connector in " + overlay);
         }
         assertTrue(pods >= 2, "prefill and decode Deployments in " + overlay);
-        docs.stream().filter(d -> kind(d, "ServiceMonitor")).flatMap(d -> stream(d.at("/spec/endpoints")))
-                .forEach(e -> given().get(e.path("path").asText()).then().statusCode(200));
+        List<JsonNode> scrapes = docs.stream().filter(d -> kind(d, "ServiceMonitor"))
+                .flatMap(d -> stream(d.at("/spec/endpoints"))).toList();
+        if (vllmPods > 0) {
+            assertTrue(scrapes.stream().anyMatch(e -> !e.path("port").asText().equals("http")),
+                    overlay.getFileName() + ": vLLM's /metrics is scraped beside pd-connector's: " + scrapes);
+        }
+        for (JsonNode e : scrapes) {
+            if (e.path("port").asText().equals("http")) {
+                given().get(e.path("path").asText()).then().statusCode(200);
+            } else {
+                assertVllmScrape(overlay, docs, e, vllmPods);
+            }
+        }
+    }
+
+    /**
+     * A scrape endpoint on another port than pd-connector's is vLLM's: {@code /metrics} on the port both
+     * engine Services name {@code openai}, where the vLLM containers listen (its Prometheus endpoint is
+     * on its API port), and the overlay's NetworkPolicy lets Prometheus in on it.
+     */
+    private static void assertVllmScrape(Path overlay, List<JsonNode> docs, JsonNode endpoint, int vllmPods) {
+        String where = overlay.getFileName() + ": scrape endpoint " + endpoint;
+        assertTrue(vllmPods > 0, where + " is not pd-connector's (port http), and no vLLM runs here");
+        assertEquals("openai", endpoint.path("port").asText(), where);
+        assertEquals("/metrics", endpoint.path("path").asText(), where + ": vLLM serves Prometheus at /metrics");
+        List<JsonNode> services = docs.stream().filter(d -> kind(d, "Service"))
+                .filter(d -> stream(d.at("/spec/ports")).anyMatch(p -> p.path("name").asText().equals("openai")))
+                .toList();
+        assertEquals(2, services.size(), where + ": P's and D's Services name the vLLM port openai");
+        int port = services.getFirst().at("/spec/ports").findValues("port").getFirst().asInt();
+        boolean prometheusMayScrape = docs.stream().filter(d -> kind(d, "NetworkPolicy"))
+                .flatMap(d -> stream(d.at("/spec/ingress")))
+                .filter(rule -> rule.toString().contains("prometheus"))
+                .flatMap(rule -> stream(rule.path("ports")))
+                .anyMatch(p -> p.path("port").asInt() == port);
+        assertTrue(prometheusMayScrape, where + ": a NetworkPolicy lets Prometheus reach port " + port);
     }
 
     /** A pod's initContainers then containers. */
