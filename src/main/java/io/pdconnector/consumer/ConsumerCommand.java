@@ -22,13 +22,7 @@ sealed interface ConsumerCommand extends LoopCommand {
     record Release(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
     }
 
-    record MatchesReference(String requestId, CompletableFuture<Boolean> reply) implements ConsumerCommand {
-    }
-
     record ReadKv(String requestId, CompletableFuture<byte[]> reply) implements ConsumerCommand {
-    }
-
-    record KvChecksum(String requestId, CompletableFuture<Long> reply) implements ConsumerCommand {
     }
 
     record Status(String requestId, CompletableFuture<PullStatus> reply) implements ConsumerCommand {

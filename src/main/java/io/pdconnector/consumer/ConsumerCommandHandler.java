@@ -52,11 +52,7 @@ final class ConsumerCommandHandler {
             case ConsumerCommand.Start s -> arrival.arrive(s, now);
             case ConsumerCommand.Abort a -> answer(a.reply(), () -> abort(state.known(a.requestId())));
             case ConsumerCommand.Release r -> answer(r.reply(), () -> release(state.known(r.requestId())));
-            case ConsumerCommand.MatchesReference m ->
-                    m.reply().complete(readout.matchesReference(state.pulls.get(m.requestId())));
             case ConsumerCommand.ReadKv r -> answer(r.reply(), () -> readout.read(state.known(r.requestId())));
-            case ConsumerCommand.KvChecksum c ->
-                    answer(c.reply(), () -> readout.checksum(state.known(c.requestId())));
             case ConsumerCommand.Status s -> answer(s.reply(), () -> state.known(s.requestId()).status(now));
             case ConsumerCommand.Snapshot s -> s.reply().complete(state.snapshot());
             case ConsumerCommand.PeerAnnounced a -> answer(a.reply(), () -> handshake.announced(a.incarnation()));

@@ -103,24 +103,6 @@ public final class ConsumerFacade {
         return Deadlines.await(submitReadKv(requestId), deadline, "read KV of " + requestId);
     }
 
-    /** CRC-32C of what {@link #submitReadKv} would return. */
-    public CompletableFuture<Long> submitKvChecksum(String requestId) {
-        return commands.submit(reply -> new ConsumerCommand.KvChecksum(RequestIds.require(requestId), reply));
-    }
-
-    public long kvChecksum(String requestId) {
-        return Deadlines.await(submitKvChecksum(requestId), deadline, "checksum of " + requestId);
-    }
-
-    /** Whether a pull's local blocks hold exactly the reference engine's KV of its prompt. */
-    public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
-        return commands.submit(reply -> new ConsumerCommand.MatchesReference(RequestIds.require(requestId), reply));
-    }
-
-    public boolean matchesReference(String requestId) {
-        return Deadlines.await(submitMatchesReference(requestId), deadline, "check " + requestId);
-    }
-
     /** Where a pull is; a declined pull is forgotten once answered (fail policy), so it is unknown here. */
     public CompletableFuture<PullStatus> submitStatus(String requestId) {
         return commands.submit(reply -> new ConsumerCommand.Status(RequestIds.require(requestId), reply));

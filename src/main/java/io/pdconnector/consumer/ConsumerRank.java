@@ -42,10 +42,6 @@ final class ConsumerRank {
         return kv;
     }
 
-    boolean matches(ReferenceEngine reference, int[] blocks, int[] tokens, int tp) {
-        return reference.matches(kv.segment(), blocks, tokens, tp, rank);
-    }
-
     /** No blocks: the pull read nothing (D's own prefix cache holds the prompt), so there is nothing to write. */
     void recompute(ReferenceEngine reference, int[] blocks, int[] tokens, int tp) {
         if (blocks.length == 0) {

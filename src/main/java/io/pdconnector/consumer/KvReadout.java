@@ -1,10 +1,8 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.error.StateConflictException;
-import io.pdconnector.error.UnknownRequestException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.zip.CRC32C;
 
 /**
  * A pull's KV as it sits in D's local blocks, in one order: block by block and, within a block,
@@ -36,30 +34,6 @@ final class KvReadout {
             }
         }
         return out;
-    }
-
-    /** CRC-32C over the same bytes, in the same order, as {@link #read}, without copying them. */
-    long checksum(Pull pull) {
-        if (pull.localBlocks() == null) {
-            throw new UnknownRequestException("consumer", pull.requestId());
-        }
-        long rankBlock = rankBlockBytes();
-        CRC32C crc = new CRC32C();
-        for (int block : pull.localBlocks()) {
-            for (ConsumerRank rank : state.ranks) {
-                crc.update(rank.kv().segment().asSlice(block * rankBlock, rankBlock).asByteBuffer());
-            }
-        }
-        return crc.getValue();
-    }
-
-    /** Whether {@code pull} (null: not held) has local blocks holding exactly the reference KV of its prompt. */
-    boolean matchesReference(Pull pull) {
-        if (pull == null || pull.localBlocks() == null) {
-            return false;
-        }
-        return state.ranks.stream().allMatch(r -> r.matches(state.reference, pull.localBlocks(), pull.tokens(),
-                state.config.tpSize()));
     }
 
     private long rankBlockBytes() {

@@ -6,6 +6,8 @@ import io.pdconnector.protocol.MetadataDirectory;
 import io.pdconnector.transfer.TransferEngine;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -19,6 +21,8 @@ public final class ConsumerFixture {
 
     private final PullScheduler scheduler;
     private final ConsumerFacade facade;
+    /** The prompt of the latest pull of each request id, as the caller sent it. */
+    private final Map<String, int[]> prompts = new HashMap<>();
 
     public ConsumerFixture(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
             InstantSource clock) {
@@ -60,7 +64,21 @@ public final class ConsumerFixture {
     }
 
     public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params) {
-        return facade.submitPull(requestId, tokens, params);
+        CompletableFuture<PullOutcome> pull = facade.submitPull(requestId, tokens, params);
+        prompts.put(requestId, tokens.clone());
+        return pull;
+    }
+
+    /**
+     * The prompt the latest {@link #submitPull} of {@code requestId} sent: what a caller checking the
+     * pulled KV against the reference engine knows, as D's loop offers no such check.
+     */
+    public int[] prompt(String requestId) {
+        int[] tokens = prompts.get(requestId);
+        if (tokens == null) {
+            throw new IllegalStateException("no pull of " + requestId + " was submitted through this fixture");
+        }
+        return tokens.clone();
     }
 
     public CompletableFuture<Void> submitAbort(String requestId) {
@@ -73,14 +91,6 @@ public final class ConsumerFixture {
 
     public CompletableFuture<byte[]> submitReadKv(String requestId) {
         return facade.submitReadKv(requestId);
-    }
-
-    public CompletableFuture<Long> submitKvChecksum(String requestId) {
-        return facade.submitKvChecksum(requestId);
-    }
-
-    public CompletableFuture<Boolean> submitMatchesReference(String requestId) {
-        return facade.submitMatchesReference(requestId);
     }
 
     public CompletableFuture<PullStatus> submitStatus(String requestId) {

@@ -37,7 +37,6 @@ class PulledKvTest {
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d").tpSize(2));
         PullOutcome outcome = cluster.pull(d, "a", tokens, cluster.prefill(p, "a", tokens));
         PulledKv kv = outcome.kv();
-        long loopChecksum = cluster.await(d.submitKvChecksum("a"));
         byte[] loopCopy = cluster.await(d.submitReadKv("a"));
 
         assertTrue(kv.pin());
@@ -45,7 +44,6 @@ class PulledKvTest {
             CRC32C crc = new CRC32C();
             crc.update(loopCopy);
             assertEquals(crc.getValue(), kv.crc32c());
-            assertEquals(loopChecksum, kv.crc32c());
             assertArrayEquals(loopCopy, kv.copy());
             assertEquals(loopCopy.length, kv.bytes());
             assertTrue(kv.matches(new ReferenceEngine(Cluster.SMALL)));

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.consumer.ConsumerFixture;
 import io.pdconnector.consumer.PullOutcome;
+import io.pdconnector.consumer.PulledKv;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.nixl.NixlDefaults;
@@ -17,8 +18,8 @@ import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.testing.Cluster;
 import io.pdconnector.testing.RawPeer;
+import io.pdconnector.testing.ReferenceKv;
 import io.pdconnector.testing.ScheduleOp;
-import java.io.ByteArrayOutputStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -212,7 +213,7 @@ class NixlRandomizedScheduleIT {
                 int at = Arrays.mismatch(expected, kv);
                 assertEquals(-1, at, o.state() + " pull " + e.getKey() + " (" + o.reason() + ") holds KV that is "
                         + "not its prompt's, from byte " + at);
-                assertTrue(cluster.matches(d, e.getKey()), "D's own check agrees");
+                assertTrue(matchesInPlace(o.kv()), "D's own check (the pull reply's matches_reference) agrees");
                 bytesCompared += kv.length;
                 cluster.release(d, e.getKey());
             }
@@ -221,14 +222,17 @@ class NixlRandomizedScheduleIT {
 
     /** As D lays it out: for each block, each D rank's slice of heads in rank order. */
     private byte[] referenceKv(int[] tokens) {
-        int tp = d.config().tpSize();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (int b = 0; b < reference.geometry().blocksFor(tokens.length); b++) {
-            for (int r = 0; r < tp; r++) {
-                out.writeBytes(reference.expectedBlock(tokens, b, tp, r));
-            }
+        return ReferenceKv.of(reference.geometry(), tokens, d.config().tpSize());
+    }
+
+    /** The check {@code POST /v1/consumer/pull?matches_reference=true} makes, in place off D's loop. */
+    private boolean matchesInPlace(PulledKv kv) {
+        assertTrue(kv.pin(), "the pull is not released yet");
+        try {
+            return kv.matches(reference);
+        } finally {
+            kv.unpin();
         }
-        return out.toByteArray();
     }
 
     /**

@@ -1,10 +1,13 @@
 package io.pdconnector.testing;
 
+import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.producer.Lease;
 import io.pdconnector.producer.LeaseState;
+import java.util.Arrays;
+import java.util.concurrent.CompletionException;
 
 /**
  * The lease model's properties, checked on the Java loops during a {@link TrailReplay}:
@@ -92,9 +95,19 @@ final class ReplayChecks {
         run.released = true;
     }
 
+    /** Reads the KV as {@code GET .../kv} does; a RECEIVED pull D no longer holds breaks the property too. */
     private void requireOwnBytes(ReplayPull run, String when) {
-        replay.require(replay.awaitD(replay.d.submitMatchesReference(run.pullId)), run.pullId + " is RECEIVED but"
-                + " does not hold " + run.attempt + "'s KV " + when + " (received_own_bytes)");
+        String broken = run.pullId + " is RECEIVED but does not hold " + run.attempt + "'s KV " + when;
+        byte[] held;
+        try {
+            held = replay.awaitD(replay.d.submitReadKv(run.pullId));
+        } catch (CompletionException e) {
+            replay.require(false, broken + ": " + e.getCause().getMessage() + " (received_own_bytes)");
+            return;
+        }
+        ConsumerConfig config = replay.d.config();
+        replay.require(Arrays.equals(held, ReferenceKv.of(config.geometry(), run.attempt.tokens, config.tpSize())),
+                broken + " (received_own_bytes)");
     }
 
     /**
