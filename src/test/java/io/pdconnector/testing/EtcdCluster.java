@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -17,7 +15,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -247,19 +247,16 @@ public final class EtcdCluster implements AutoCloseable {
                 + "run scripts/setup.sh, which installs Debian's etcd-server");
     }
 
-    /** Ports free now; etcd binds them a moment later, a window other tests on this machine rarely hit. */
+    /** Distinct ports free now, below the ephemeral range ({@link FreePort}); etcd binds them a moment later. */
     private static int[] freePorts(int n) throws IOException {
-        List<ServerSocket> held = new ArrayList<>();
-        try {
-            for (int i = 0; i < n; i++) {
-                held.add(new ServerSocket(0, 1, InetAddress.getLoopbackAddress()));
-            }
-            return held.stream().mapToInt(ServerSocket::getLocalPort).toArray();
-        } finally {
-            for (ServerSocket s : held) {
-                s.close();
-            }
+        Set<Integer> ports = new LinkedHashSet<>();
+        for (int i = 0; ports.size() < n && i < 10 * n; i++) {
+            ports.add(FreePort.pick());
         }
+        if (ports.size() < n) {
+            throw new IOException("could not pick " + n + " distinct free ports");
+        }
+        return ports.stream().mapToInt(Integer::intValue).toArray();
     }
 
     private static void pause(long millis) {
