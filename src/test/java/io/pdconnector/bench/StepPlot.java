@@ -1,14 +1,11 @@
 package io.pdconnector.bench;
 
-import java.awt.Color;
-import java.awt.Graphics2D;
-import java.awt.image.BufferedImage;
+import io.pdconnector.bench.load.PlotWriter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.TreeMap;
-import javax.imageio.ImageIO;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
@@ -39,20 +36,9 @@ final class StepPlot {
             add(step, "R=" + r, n, row.stream().mapToDouble(c -> c.firstStepNanos() / 1e3).toArray());
             add(perRequest, "R=" + r, n, row.stream().mapToDouble(c -> c.perRequestNanos() / 1e3).toArray());
         });
-        BufferedImage image = new BufferedImage(2 * WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g = image.createGraphics();
-        try {
-            g.setColor(Color.WHITE);
-            g.fillRect(0, 0, 2 * WIDTH, HEIGHT);
-            step.paint(g, WIDTH, HEIGHT);
-            g.translate(WIDTH, 0);
-            perRequest.paint(g, WIDTH, HEIGHT);
-        } finally {
-            g.dispose();
-        }
         Path file = dir.resolve("step-" + java.time.LocalDateTime.now().format(
                 java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + ".png");
-        ImageIO.write(image, "png", file.toFile());
+        PlotWriter.writeSideBySide(step, perRequest, file);
         return file;
     }
 

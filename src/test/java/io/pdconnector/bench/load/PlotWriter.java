@@ -53,22 +53,29 @@ public final class PlotWriter {
             }
             return written;
         }
-        BufferedImage image = new BufferedImage(2 * WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
+        Path file = Path.of(base + ".png");
+        writeSideBySide(cdf, throughput, file);
+        written.add(file);
+        return written;
+    }
+
+    /** {@code left} and {@code right} side by side in one PNG, each at the size it was built with. */
+    public static void writeSideBySide(XYChart left, XYChart right, Path file) throws IOException {
+        int width = left.getWidth() + right.getWidth();
+        int height = Math.max(left.getHeight(), right.getHeight());
+        BufferedImage image = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = image.createGraphics();
         try {
             g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
             g.setColor(Color.WHITE);
-            g.fillRect(0, 0, 2 * WIDTH, HEIGHT);
-            cdf.paint(g, WIDTH, HEIGHT);
-            g.translate(WIDTH, 0);
-            throughput.paint(g, WIDTH, HEIGHT);
+            g.fillRect(0, 0, width, height);
+            left.paint(g, left.getWidth(), left.getHeight());
+            g.translate(left.getWidth(), 0);
+            right.paint(g, right.getWidth(), right.getHeight());
         } finally {
             g.dispose();
         }
-        Path file = Path.of(base + ".png");
         ImageIO.write(image, "png", file.toFile());
-        written.add(file);
-        return written;
     }
 
     static XYChart cdf(List<RowStats> rows, String title) {
