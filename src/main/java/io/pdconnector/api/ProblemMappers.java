@@ -36,6 +36,12 @@ public class ProblemMappers {
     /** The one mapping of the domain's failures: the category decides the status, the exception the reason. */
     @ServerExceptionMapper
     public Response domain(PdException e, UriInfo uri) {
+        Problem located = problemOf(e);
+        return e instanceof UnavailableException ? retryLater(located, uri) : respond(located, uri);
+    }
+
+    /** The problem document of a domain failure, also for one item of a batch ({@link EngineBatchResource}). */
+    static Problem problemOf(PdException e) {
         Problem p = switch (e) {
             case InvalidInputException i -> Problem.of(400, i.reason(), "Invalid request", i.getMessage());
             case UnknownRequestException u -> Problem.of(404, u.reason(), "Unknown request", u.getMessage());
@@ -45,8 +51,7 @@ public class ProblemMappers {
             case PeerFailureException f -> Problem.of(502, f.reason(), "Peer unreachable", f.getMessage());
             case UnavailableException u -> Problem.of(503, u.reason(), "Unavailable", u.getMessage());
         };
-        Problem located = e.requestId() == null ? p : p.forRequest(e.requestId());
-        return e instanceof UnavailableException ? retryLater(located, uri) : respond(located, uri);
+        return e.requestId() == null ? p : p.forRequest(e.requestId());
     }
 
     @ServerExceptionMapper

@@ -71,7 +71,7 @@ final class Exporter {
     }
 
     /** L2, checked where it matters: no lease is exported unless every rank's slot holds its nonce. */
-    private void requireSlotWrittenOnEveryRank(Lease lease) {
+    void requireSlotWrittenOnEveryRank(Lease lease) {
         for (ProducerRank rank : state.ranks) {
             if (rank.slotValue(lease.slot()) != lease.nonce()) {
                 throw new IllegalStateException("rank " + rank.rank() + " slot " + lease.slot() + " does not hold the"

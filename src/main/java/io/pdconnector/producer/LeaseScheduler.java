@@ -15,8 +15,9 @@ import java.time.InstantSource;
 /**
  * The producer's step loop. One thread owns every lease, block, slot and transfer agent; callers
  * go through {@link ProducerFacade} and await its futures with a deadline. A step runs its phases
- * in order: commands ({@link ProducerCommandHandler}), {@link Admission}, {@link SlotOps},
- * {@link Releaser}, {@link Exporter}, {@link NotificationInbox}, {@link Reaper}. It never blocks:
+ * in order: commands ({@link ProducerCommandHandler}), {@link Admission} and grants ({@link Credits}),
+ * {@link SlotOps}, {@link Releaser}, {@link Exporter} and grant answers, {@link NotificationInbox},
+ * {@link Reaper}, grants taken back. It never blocks:
  * an exit queues a clear that the next step applies. A bug while it handles one request fails that
  * request alone and releases its lease ({@link RequestGuard}); the loop goes on.
  */
@@ -35,6 +36,7 @@ public final class LeaseScheduler implements StepWorker {
     private final Exporter exporter;
     private final NotificationInbox inbox;
     private final Reaper reaper;
+    private final Credits credits;
     private boolean open;
 
     public LeaseScheduler(ProducerConfig config, TransferEngine engine,
@@ -51,11 +53,12 @@ public final class LeaseScheduler implements StepWorker {
         this.exit = new LeaseExit(state.ranks);
         RequestGuard guard = new RequestGuard(state, exit);
         this.exporter = new Exporter(state, guard);
-        this.handler = new ProducerCommandHandler(state, exporter, exit, guard);
+        this.credits = new Credits(state, exporter, exit);
+        this.handler = new ProducerCommandHandler(state, exporter, exit, guard, credits);
         this.admission = new Admission(state, guard);
         this.slotOps = new SlotOps(state.ranks, state.finishing);
         this.releaser = new Releaser(state);
-        this.inbox = new NotificationInbox(state, exit);
+        this.inbox = new NotificationInbox(state, exit, credits);
         this.reaper = new Reaper(state, exit, guard);
     }
 
@@ -120,11 +123,14 @@ public final class LeaseScheduler implements StepWorker {
         long now = state.clock.millis();
         int work = commands.drain(c -> handler.handle(c, now));
         work += admission.scheduleNew();
+        work += credits.schedule(now);
         work += slotOps.applyOnEveryRank();
         work += releaser.releaseFinished();
         work += exporter.startWriting(now);
+        work += credits.answer(now);
         work += inbox.drain(now);
         work += reaper.reap(now);
+        work += credits.reclaim(now);
         report(work, started);
         return work;
     }
@@ -149,8 +155,10 @@ public final class LeaseScheduler implements StepWorker {
             return;
         }
         open = false;
-        failUnanswered(new IllegalStateException(name() + " is shutting down"));
+        IllegalStateException closing = new IllegalStateException(name() + " is shutting down");
+        failUnanswered(closing);
         registry.withdraw(state.config.engineId());
+        credits.closeAll(closing);
         for (Lease lease : state.leases.all()) {
             exit.allRanks(lease);
             state.ranks.forEach(r -> r.applySlotOps(l -> { }));

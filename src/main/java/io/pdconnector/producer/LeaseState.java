@@ -23,16 +23,21 @@ public enum LeaseState {
     /** At least one rank is exiting: zeroing its slot, then reporting finished-sending. */
     RELEASING,
     /** Every rank finished; blocks freed and slot returned. */
-    FREED;
+    FREED,
+    /**
+     * A grant's placeholder ({@link Credit}) whose slot and nonce went, still written, to the request an
+     * engine committed: it holds nothing and leaves the table.
+     */
+    BOUND;
 
     boolean canMoveTo(LeaseState next, boolean hasSlot) {
         return switch (this) {
             case RESERVED -> next == SLOT_WRITTEN && hasSlot || next == WRITING && !hasSlot || next == RELEASING;
             case SLOT_WRITTEN -> next == WRITING || next == RELEASING;
-            case WRITING -> next == EXPORTED || next == RELEASING;
+            case WRITING -> next == EXPORTED || next == RELEASING || next == BOUND && hasSlot;
             case EXPORTED -> next == RELEASING;
             case RELEASING -> next == FREED;
-            case FREED -> false;
+            case FREED, BOUND -> false;
         };
     }
 }

@@ -36,8 +36,9 @@ public final class LeaseTable {
     }
 
     void remove(Lease lease) {
-        if (lease.state() != LeaseState.FREED || byRequest.get(lease.requestId()) != lease) {
-            throw new IllegalStateException("only a freed lease leaves the table: " + lease.requestId()
+        boolean done = lease.state() == LeaseState.FREED || lease.state() == LeaseState.BOUND;
+        if (!done || byRequest.get(lease.requestId()) != lease) {
+            throw new IllegalStateException("only a freed or bound lease leaves the table: " + lease.requestId()
                     + " is " + lease.state());
         }
         byRequest.remove(lease.requestId());

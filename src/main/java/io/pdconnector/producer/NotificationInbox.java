@@ -12,20 +12,24 @@ import io.pdconnector.transfer.NotificationSink;
  * after expiry, as vLLM counts a reader that finished after P let go), one without a nonce is
  * refused unless the lease has no slot (and so no nonce), and one claiming more readers than any TP
  * mapping gives a rank is refused. Each distinct sender counts once, so a duplicated message cannot
- * stand in for a second reader. What the engine dropped unread (over
+ * stand in for a second reader. A read that names no lease but carries a nonce P granted an engine
+ * ({@link Credits}) reached P before the engine's commit: it is kept and counted at the commit. What the engine dropped unread (over
  * {@code TransferAgent.MAX_NOTIFICATION_BYTES}) is counted too.
  */
 final class NotificationInbox {
 
     private final ProducerState state;
     private final LeaseExit exit;
+    private final Credits credits;
     private final long extensionMillis;
     /** A decode rank reads at least one head, so no more decode ranks read one prefill rank than it has heads. */
     private final int maxConsumers;
 
-    NotificationInbox(ProducerState state, LeaseExit exit) {
+    NotificationInbox(ProducerState state, LeaseExit exit, Credits credits) {
         this.state = state;
         this.exit = exit;
+        this.credits = credits;
+        credits.replayReadsWith((lease, read) -> count(lease, read.rank(), read.from(), read.consumers()));
         this.extensionMillis = state.config.heartbeatExtensionMillis();
         this.maxConsumers = state.config.geometry().headsPerRank(state.config.tpSize());
     }
@@ -73,6 +77,11 @@ final class NotificationInbox {
 
     private void onRead(int rank, String from, LeaseNotification.Read read) {
         Lease lease = state.leases.find(read.requestId());
+        if (lease == null && credits.stashEarlyRead(read.nonce(),
+                new Credit.EarlyRead(read.requestId(), rank, from, read.consumers()))) {
+            state.counters.earlyNotifications.incrementAndGet();
+            return;
+        }
         if (!isCurrent(lease, read)) {
             boolean unsigned = lease != null && lease.hasSlot() && read.nonce() == LeaseNotification.NO_NONCE;
             if (unsigned) {
@@ -85,11 +94,16 @@ final class NotificationInbox {
             }
             return;
         }
-        if (read.consumers() > maxConsumers) {
+        count(lease, rank, from, read.consumers());
+    }
+
+    /** A read of the lease it names, with its nonce: counted once per sender; the last one starts the rank's exit. */
+    private void count(Lease lease, int rank, String from, int consumers) {
+        if (consumers > maxConsumers) {
             state.counters.notificationsRefusedConsumers.incrementAndGet();
             return;
         }
-        switch (lease.recordReader(rank, from, read.consumers())) {
+        switch (lease.recordReader(rank, from, consumers)) {
             case DUPLICATE -> state.counters.duplicateNotifications.incrementAndGet();
             case COUNTED -> { }
             case RANK_COMPLETE -> {

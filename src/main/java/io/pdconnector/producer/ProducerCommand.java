@@ -44,6 +44,18 @@ sealed interface ProducerCommand extends LoopCommand {
     record Abort(String requestId, CompletableFuture<Void> reply) implements ProducerCommand {
     }
 
+    /** Blocks and lease slots for an engine to bind requests to itself ({@link Credit}). */
+    record Grant(int blocks, int leases, CompletableFuture<CreditGrant> reply) implements ProducerCommand {
+    }
+
+    /** Binds a request to granted blocks and a granted slot and exports its lease. */
+    record CommitCredit(Commit commit, CompletableFuture<KvTransferParams> reply) implements ProducerCommand {
+    }
+
+    /** The engine gives back what it did not commit of a grant; completes with whether P held it. */
+    record ReturnCredit(String creditId, CompletableFuture<Boolean> reply) implements ProducerCommand {
+    }
+
     record Snapshot(CompletableFuture<ProducerSnapshot> reply) implements ProducerCommand {
     }
 }

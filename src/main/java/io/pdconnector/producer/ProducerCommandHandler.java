@@ -1,6 +1,7 @@
 package io.pdconnector.producer;
 
 import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.PdException;
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UnknownRequestException;
 import java.util.concurrent.CompletableFuture;
@@ -16,12 +17,15 @@ final class ProducerCommandHandler {
     private final Exporter exporter;
     private final LeaseExit exit;
     private final RequestGuard guard;
+    private final Credits credits;
 
-    ProducerCommandHandler(ProducerState state, Exporter exporter, LeaseExit exit, RequestGuard guard) {
+    ProducerCommandHandler(ProducerState state, Exporter exporter, LeaseExit exit, RequestGuard guard,
+            Credits credits) {
         this.state = state;
         this.exporter = exporter;
         this.exit = exit;
         this.guard = guard;
+        this.credits = credits;
     }
 
     /** A bug while a command changes a lease releases that lease; a failed query changes nothing. */
@@ -30,6 +34,7 @@ final class ProducerCommandHandler {
             case ProducerCommand.WriteKv w -> w.requestId();
             case ProducerCommand.Finish f -> f.requestId();
             case ProducerCommand.Abort a -> a.requestId();
+            case ProducerCommand.CommitCredit c -> c.commit().requestId();
             default -> null;
         };
         guard.guard(changes, command.reply(), () -> {
@@ -45,6 +50,9 @@ final class ProducerCommandHandler {
             case ProducerCommand.Finish f -> finish(f, now);
             case ProducerCommand.Status s -> status(s, now);
             case ProducerCommand.Abort a -> abort(a);
+            case ProducerCommand.Grant g -> credits.request(g);
+            case ProducerCommand.CommitCredit c -> commit(c, now);
+            case ProducerCommand.ReturnCredit r -> r.reply().complete(credits.giveBack(r.creditId()));
             case ProducerCommand.Snapshot s -> s.reply().complete(state.snapshot());
         }
     }
@@ -90,6 +98,15 @@ final class ProducerCommandHandler {
             return null;
         }
         return lease;
+    }
+
+    /** A refused commit (wrong grant, blocks or slot) changes nothing and says why. */
+    private void commit(ProducerCommand.CommitCredit c, long now) {
+        try {
+            c.reply().complete(credits.commit(c.commit(), now));
+        } catch (PdException refused) {
+            c.reply().completeExceptionally(refused);
+        }
     }
 
     private void status(ProducerCommand.Status s, long now) {

@@ -35,4 +35,11 @@ public final class ProducerCounters {
     public final AtomicLong heartbeatsIgnored = new AtomicLong();
     /** Requests failed by an unexpected exception in the step (a bug), answered 500; the loop went on. */
     public final AtomicLong requestsFailed = new AtomicLong();
+    /** Grants of blocks and lease slots to an engine ({@link Credit}), and requests it committed to them. */
+    public final AtomicLong creditsGranted = new AtomicLong();
+    public final AtomicLong creditCommits = new AtomicLong();
+    /** Grants taken back because their engine neither committed nor returned them in time. */
+    public final AtomicLong creditsExpired = new AtomicLong();
+    /** Read notifications for a granted nonce that reached P before the engine's commit: counted at the commit. */
+    public final AtomicLong earlyNotifications = new AtomicLong();
 }

@@ -28,6 +28,11 @@ public final class ProducerFacade {
         this.deadline = deadline;
     }
 
+    /** How long a caller waits for the loop's answer. */
+    public Duration deadline() {
+        return deadline;
+    }
+
     /** Prefills {@code tokens} for a remote decoder; completes with the params to forward to D. */
     public CompletableFuture<KvTransferParams> submitPrefill(String requestId, int[] tokens) {
         RequestIds.require(requestId);
@@ -97,6 +102,48 @@ public final class ProducerFacade {
 
     public void abort(String requestId) {
         Deadlines.await(submitAbort(requestId), deadline, "abort " + requestId);
+    }
+
+    /**
+     * Grants up to {@code blocks} blocks and {@code leases} lease slots (fewer if fewer are free) that the
+     * engine binds requests to by itself ({@link #commit}); completes once every granted slot holds its nonce.
+     */
+    public CompletableFuture<CreditGrant> submitGrant(int blocks, int leases) {
+        if (blocks < 0 || leases < 0 || blocks > config.numBlocks() || leases > config.effectiveLeaseSlots()) {
+            throw InvalidInputException.of("a grant asks for 0.." + config.numBlocks() + " blocks and 0.."
+                    + config.effectiveLeaseSlots() + " lease slots, got " + blocks + " and " + leases);
+        }
+        return commands.submit(reply -> new ProducerCommand.Grant(blocks, leases, reply));
+    }
+
+    public CreditGrant grant(int blocks, int leases) {
+        return Deadlines.await(submitGrant(blocks, leases), deadline, "grant");
+    }
+
+    /** Binds a request to granted blocks and a granted slot and exports its lease (the params it returns). */
+    public CompletableFuture<KvTransferParams> submitCommit(Commit commit) {
+        RequestIds.require(commit.requestId());
+        requireFits(commit.numTokens());
+        if (commit.creditId() == null || commit.creditId().isBlank()) {
+            throw InvalidInputException.of("a commit names the grant its blocks and slot came from");
+        }
+        return commands.submit(reply -> new ProducerCommand.CommitCredit(commit, reply));
+    }
+
+    public KvTransferParams commit(Commit commit) {
+        return Deadlines.await(submitCommit(commit), deadline, "commit " + commit.requestId());
+    }
+
+    /** Gives back what was not committed of a grant: its slots are zeroed, then its blocks freed. */
+    public CompletableFuture<Boolean> submitReturn(String creditId) {
+        if (creditId == null || creditId.isBlank()) {
+            throw InvalidInputException.of("a return names the grant");
+        }
+        return commands.submit(reply -> new ProducerCommand.ReturnCredit(creditId, reply));
+    }
+
+    public boolean returnCredit(String creditId) {
+        return Deadlines.await(submitReturn(creditId), deadline, "return of grant " + creditId);
     }
 
     public CompletableFuture<ProducerSnapshot> submitSnapshot() {

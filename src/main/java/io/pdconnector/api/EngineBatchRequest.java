@@ -1,0 +1,55 @@
+package io.pdconnector.api;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.pdconnector.protocol.RequestIds;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import jakarta.validation.constraints.Pattern;
+import jakarta.validation.constraints.Positive;
+import jakarta.validation.constraints.Size;
+import java.util.List;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+
+/**
+ * Engine -> P, once per engine step at most: what the engine's scheduler decided since its last batch.
+ * Applied in this order: commits, aborts, returns, then the grant (so a return and a new grant in one
+ * batch replace a grant). Each list may be empty or absent; {@code grant} absent asks for none.
+ */
+public record EngineBatchRequest(
+        @Valid GrantAsk grant,
+        @Valid @Size(max = MAX_ITEMS) List<@NotNull @Valid CommitItem> commits,
+        @Size(max = MAX_ITEMS) List<@NotBlank @Pattern(regexp = RequestIds.PATTERN) String> aborts,
+        @Size(max = MAX_ITEMS) List<@NotBlank @Size(max = 64) String> returns) {
+
+    /** More than any engine step schedules (vLLM's max_num_seqs is at most a few thousand). */
+    public static final int MAX_ITEMS = 4096;
+
+    public EngineBatchRequest {
+        commits = commits == null ? List.of() : commits;
+        aborts = aborts == null ? List.of() : aborts;
+        returns = returns == null ? List.of() : returns;
+    }
+
+    /** Up to {@code blocks} blocks and {@code leases} lease slots; P grants fewer when fewer are free. */
+    public record GrantAsk(@NotNull @Min(0) Integer blocks, @NotNull @Min(0) Integer leases) {
+    }
+
+    /**
+     * A request bound to granted blocks and a granted slot: its KV is in the blocks. {@code lease_slot}
+     * and {@code lease_nonce} are absent only on an instance without lease verification.
+     */
+    public record CommitItem(
+            @JsonProperty("grant_id") @NotBlank @Size(max = 64) String grantId,
+            @JsonProperty("request_id") @Schema(pattern = RequestIds.SCHEMA_PATTERN,
+                    description = RequestIds.SCHEMA_DESCRIPTION) @NotBlank @Pattern(regexp = RequestIds.PATTERN)
+            String requestId,
+            @JsonProperty("num_tokens") @NotNull @Min(1) @Max(PromptInput.MAX_TOKENS) Integer numTokens,
+            @JsonProperty("block_ids") @NotNull @Size(min = 1, max = PromptInput.MAX_TOKENS)
+            List<@NotNull @Min(0) Integer> blockIds,
+            @JsonProperty("lease_slot") @Min(0) Integer leaseSlot,
+            @JsonProperty("lease_nonce") @Positive Long leaseNonce) {
+    }
+}

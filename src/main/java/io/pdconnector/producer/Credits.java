@@ -1,0 +1,245 @@
+package io.pdconnector.producer;
+
+import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.StateConflictException;
+import io.pdconnector.protocol.KvTransferParams;
+import io.pdconnector.protocol.LeaseNotification;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import org.jboss.logging.Logger;
+
+/**
+ * The producer's grants ({@link Credit}): granted in two phases of one step (slots queued before
+ * {@link SlotOps}, answered after it, so the answer leaves only once every rank's slot holds its nonce:
+ * L2), committed by the engine (bind and export in one command), and taken back when returned, expired
+ * or at shutdown (slots zeroed through {@link LeaseExit}, then, once none is held, blocks freed: L3).
+ */
+final class Credits {
+
+    private static final Logger LOG = Logger.getLogger(Credits.class);
+
+    private final ProducerState state;
+    private final Exporter exporter;
+    private final LeaseExit exit;
+    private final Map<String, Credit> byId = new LinkedHashMap<>();
+    private final List<ProducerCommand.Grant> pending = new ArrayList<>();
+    private final Map<Credit, ProducerCommand.Grant> granting = new LinkedHashMap<>();
+    private ReadReplay replay = (lease, read) -> { };
+    private long granted;
+
+    /** Applies an early read to the lease it was meant for, as if it arrived now ({@link NotificationInbox}). */
+    interface ReadReplay {
+        void apply(Lease lease, Credit.EarlyRead read);
+    }
+
+    Credits(ProducerState state, Exporter exporter, LeaseExit exit) {
+        this.state = state;
+        this.exporter = exporter;
+        this.exit = exit;
+    }
+
+    void replayReadsWith(ReadReplay replay) {
+        this.replay = replay;
+    }
+
+    void request(ProducerCommand.Grant grant) {
+        pending.add(grant);
+    }
+
+    /** Before {@link SlotOps}: as many of the asked blocks and slots as are free (none is an answer too). */
+    int schedule(long now) {
+        int n = 0;
+        for (ProducerCommand.Grant g : pending) {
+            int blocks = Math.min(g.blocks(), state.blocks.freeCount());
+            int[] ids = blocks == 0 ? new int[0] : state.blocks.allocate(blocks);
+            String id = "g" + state.nonces.epoch() + "-" + (++granted);
+            Credit credit = new Credit(id, ids, now + state.config.reservationTimeout().toMillis());
+            int leases = state.config.leaseVerification() ? Math.min(g.leases(), state.slots.freeCount()) : 0;
+            for (int i = 0; i < leases; i++) {
+                OptionalInt slot = state.slots.acquire();
+                Lease placeholder = state.leases.reserve(Credit.placeholderId(id, slot.getAsInt()), new int[0], 0,
+                        slot.getAsInt(), state.nonces.next());
+                state.ranks.forEach(r -> r.queueWrite(placeholder));
+                credit.addPlaceholder(placeholder);
+            }
+            byId.put(id, credit);
+            granting.put(credit, g);
+            n++;
+        }
+        pending.clear();
+        return n;
+    }
+
+    /** After {@link SlotOps}: every granted slot holds its nonce on every rank, so the grant may leave. */
+    int answer(long now) {
+        int n = 0;
+        for (Map.Entry<Credit, ProducerCommand.Grant> e : granting.entrySet()) {
+            Credit credit = e.getKey();
+            try {
+                for (Lease placeholder : credit.placeholders()) {
+                    exporter.requireSlotWrittenOnEveryRank(placeholder);
+                    placeholder.moveTo(LeaseState.SLOT_WRITTEN);
+                    placeholder.startWriting(Long.MAX_VALUE); // the grant's deadline governs it, not the reaper
+                }
+                e.getValue().reply().complete(grantOf(credit, now));
+                state.counters.creditsGranted.incrementAndGet();
+            } catch (RuntimeException bug) {
+                LOG.errorf(bug, "grant %s failed in the step; it is taken back", credit.id());
+                credit.close();
+                e.getValue().reply().completeExceptionally(bug);
+            }
+            n++;
+        }
+        granting.clear();
+        return n;
+    }
+
+    /**
+     * Binds a request to granted blocks and a granted slot and exports its lease. Refused (and nothing
+     * changed) unless the grant is open, the blocks are the grant's and as many as the tokens need, and
+     * the slot is the grant's with that nonce. Reads that reached P before the commit count now.
+     */
+    KvTransferParams commit(Commit c, long now) {
+        Credit credit = open(c.creditId(), c.requestId(), now);
+        if (state.leases.contains(c.requestId())) {
+            throw new StateConflictException(c.requestId(), "request " + c.requestId()
+                    + " still holds a lease; an id can be reused only after its lease is freed");
+        }
+        int needed = state.config.geometry().blocksFor(c.numTokens());
+        if (c.blockIds().length != needed || !credit.holdsBlocks(c.blockIds())) {
+            throw InvalidInputException.of("request " + c.requestId() + ": " + c.numTokens() + " tokens take "
+                    + needed + " distinct blocks of grant " + c.creditId() + ", got " + c.blockIds().length
+                    + (credit.holdsBlocks(c.blockIds()) ? "" : " not all of them granted by it"));
+        }
+        Lease placeholder = null;
+        if (state.config.leaseVerification()) {
+            placeholder = c.slot() == Lease.NO_SLOT ? null : credit.placeholder(c.slot());
+            if (placeholder == null || placeholder.nonce() != c.nonce() || placeholder.state() != LeaseState.WRITING) {
+                throw InvalidInputException.of("request " + c.requestId() + ": slot " + c.slot() + " with that nonce"
+                        + " is not an unbound lease of grant " + c.creditId());
+            }
+        } else if (c.slot() != Lease.NO_SLOT) {
+            throw InvalidInputException.of("this instance runs without lease verification: a commit names no slot");
+        }
+        List<Credit.EarlyRead> early = credit.bind(c.blockIds(), c.slot(), c.nonce());
+        if (placeholder != null) {
+            placeholder.moveTo(LeaseState.BOUND);
+            state.leases.remove(placeholder);
+        }
+        Lease lease = state.leases.reserve(c.requestId(), c.blockIds(), c.numTokens(),
+                placeholder == null ? Lease.NO_SLOT : c.slot(),
+                placeholder == null ? LeaseNotification.NO_NONCE : c.nonce());
+        if (lease.hasSlot()) {
+            exporter.requireSlotWrittenOnEveryRank(lease);
+            lease.moveTo(LeaseState.SLOT_WRITTEN);
+        }
+        lease.startWriting(now + state.config.reservationTimeout().toMillis());
+        KvTransferParams params = exporter.export(lease, now);
+        state.counters.creditCommits.incrementAndGet();
+        for (Credit.EarlyRead read : early) {
+            if (read.requestId().equals(c.requestId())) {
+                replay.apply(lease, read);
+            }
+        }
+        return params;
+    }
+
+    /** The engine gives back what it did not commit; a grant it does not hold (any more) is a 404-like no-op. */
+    boolean giveBack(String creditId) {
+        Credit credit = byId.get(creditId);
+        if (credit == null) {
+            return false;
+        }
+        credit.close();
+        return true;
+    }
+
+    /** Keeps a read notification that names no lease but a granted nonce, for the commit that will follow. */
+    boolean stashEarlyRead(long nonce, Credit.EarlyRead read) {
+        if (nonce == LeaseNotification.NO_NONCE) {
+            return false;
+        }
+        for (Credit credit : byId.values()) {
+            if (!credit.closing() && credit.stash(nonce, read)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Expired and returned grants come back: first every unbound slot is zeroed (the normal exit), and
+     * only in a later step, once the table holds none of its placeholders, are its blocks freed.
+     */
+    int reclaim(long now) {
+        int n = 0;
+        for (Credit credit : List.copyOf(byId.values())) {
+            if (!credit.closing() && now >= credit.expiresAtMillis()) {
+                credit.close();
+                state.counters.creditsExpired.incrementAndGet();
+            }
+            if (!credit.closing() || granting.containsKey(credit)) {
+                continue;
+            }
+            for (Lease placeholder : credit.placeholders()) {
+                if (state.leases.find(placeholder.requestId()) != placeholder) {
+                    credit.forgetPlaceholder(placeholder);
+                } else if (placeholder.anyRankHeld()) {
+                    exit.allRanks(placeholder);
+                    n++;
+                }
+            }
+            if (credit.noSlotHeld()) {
+                state.blocks.free(credit.blockIds());
+                credit.dropBlocks();
+                byId.remove(credit.id());
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Shutdown: unanswered grants fail, every grant closes; the loop's own exit of every lease zeroes their slots. */
+    void closeAll(RuntimeException closing) {
+        pending.forEach(g -> g.reply().completeExceptionally(closing));
+        granting.values().forEach(g -> g.reply().completeExceptionally(closing));
+        pending.clear();
+        granting.clear();
+        byId.values().forEach(Credit::close);
+    }
+
+    int openCredits() {
+        return byId.size();
+    }
+
+    private Credit open(String creditId, String requestId, long now) {
+        Credit credit = byId.get(creditId);
+        if (credit == null || credit.closing() || now >= credit.expiresAtMillis()) {
+            throw new StateConflictException(requestId, "grant " + creditId + " is "
+                    + (credit == null ? "unknown" : "closed (returned or expired)")
+                    + ": request " + requestId + " cannot be committed to it; its params' slot is zeroed or"
+                    + " will be, so a decoder declines them");
+        }
+        return credit;
+    }
+
+    private CreditGrant grantOf(Credit credit, long now) {
+        List<CreditGrant.GrantedLease> leases = credit.placeholders().stream()
+                .map(l -> new CreditGrant.GrantedLease(l.slot(), l.nonce())).toList();
+        var config = state.config;
+        Map<String, Object> template = new LinkedHashMap<>();
+        template.put("do_remote_prefill", true);
+        template.put("do_remote_decode", false);
+        template.put("remote_engine_id", config.engineId());
+        template.put("remote_host", config.host());
+        template.put("remote_port", config.port());
+        template.put("tp_size", config.tpSize());
+        template.put("transfer_mode", KvTransferParams.PULL);
+        return new CreditGrant(credit.id(), credit.blockIds(), leases, credit.expiresAtMillis() - now,
+                state.ranks.getFirst().blockBytes(), state.ranks.stream().map(ProducerRank::region).toList(),
+                template);
+    }
+}
