@@ -64,6 +64,10 @@ class PdClient:
         self._call("DELETE", f"/v1/producer/requests/{_quote(request_id)}", None, self.timeout_s,
                    expect=(204,))
 
+    def batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One engine step's commits, aborts and returned grants, and a grant (``control.PdControl``)."""
+        return self._json("POST", "/v1/producer/batch", body, self.timeout_s, expect=(200,))
+
     # ---- D side -------------------------------------------------------------------------------
 
     def pull(self, request_id: str, token_ids: list[int], params: dict[str, Any]) -> dict[str, Any]:

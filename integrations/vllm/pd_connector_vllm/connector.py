@@ -17,7 +17,9 @@ key                           default    meaning
 ``pd_pull_timeout_s``         150        deadline of a pull (above pd.consumer.pull-timeout, 120 s)
 ``pd_connect_timeout_s``      60         how long start-up waits for pd-connector to answer
 ``pd_load_threads``           8          concurrent pulls on D
-``pd_log_timings``            false      log each reserve, copy, finish and pull with its time at INFO
+``pd_credit_blocks``          0 (auto)   P: pd-connector blocks to hold granted (auto: half its blocks)
+``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
+``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
 ============================  =========  ================================================================
 
 What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``fail`` or
@@ -43,6 +45,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 from vllm.logger import init_logger
 
 from .client import PdClient, PdError
+from .control import PdControl
 from .scheduler import PdScheduler
 from .specs import StepPlan
 from .worker import PdWorker
@@ -73,6 +76,8 @@ class PdSettings:
     connect_timeout_s: float
     load_threads: int
     log_timings: bool
+    credit_blocks: int = 0
+    credit_leases: int = 0
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -87,12 +92,24 @@ class PdSettings:
         s = cls(str(url), token,
                 float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
                 float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
-                str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"))
+                str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"),
+                int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads)):
             if value <= 0:
                 raise ValueError(f"kv_connector_extra_config.{name} must be positive, got {value}")
+        for name, value in (("pd_credit_blocks", s.credit_blocks), ("pd_credit_leases", s.credit_leases)):
+            if value < 0:
+                raise ValueError(f"kv_connector_extra_config.{name} must be 0 (auto) or positive, got {value}")
         return s
+
+    def control(self, layout: dict[str, Any]) -> PdControl | None:
+        """P's control path when the pd-connector beside this instance is a producer, else None."""
+        if layout.get("role") not in ("producer", "both"):
+            return None
+        blocks = self.credit_blocks or max(1, int(layout["num_blocks"]) // 2)
+        verify = bool(layout.get("lease_verification", True))
+        return PdControl(self.client(), blocks, self.credit_leases or blocks, verify, self.timing_level())
 
     def timing_level(self) -> int:
         return logging.INFO if self.log_timings else logging.DEBUG
@@ -148,8 +165,15 @@ class PdConnector(KVConnectorBase_V1):
         self._settings = settings
         self._scheduler: PdScheduler | None = None
         self._worker: PdWorker | None = None
+        self._control: PdControl | None = None
         if role == KVConnectorRole.SCHEDULER:
-            self._scheduler = PdScheduler(settings.client(), vllm_config.cache_config.block_size,
+            # Start-up may wait for pd-connector (its layout, a first grant); no request waits on it later.
+            layout = wait_for_layout(settings.client(), settings.connect_timeout_s)
+            self._control = settings.control(layout)
+            if self._control is not None:
+                self._control.start()
+                self._control.wait_for_credit(settings.connect_timeout_s)
+            self._scheduler = PdScheduler(self._control, vllm_config.cache_config.block_size,
                                           settings.timing_level())
         else:
             self._worker = PdWorker(settings.client(), tp_rank=0, tp_size=parallel.tensor_parallel_size,
@@ -195,6 +219,8 @@ class PdConnector(KVConnectorBase_V1):
     def shutdown(self):
         if self._worker is not None:
             self._worker.shutdown()
+        if self._control is not None:
+            self._control.close(self._settings.http_timeout_s)
 
     def _plan(self) -> StepPlan:
         meta = self._connector_metadata

@@ -1,8 +1,10 @@
-"""Scheduler side of the plugin: which requests reserve, save, finish (P) and load (D).
+"""Scheduler side of the plugin: which requests take granted blocks, save and commit (P), and load (D).
 
 Plain Python over duck-typed vLLM objects (``request.request_id``, ``.prompt_token_ids``,
 ``.num_prompt_tokens``, ``.num_computed_tokens``, ``.kv_transfer_params``, ``.status``), so its
-decisions are unit-tested without an engine.
+decisions are unit-tested without an engine. Nothing here waits on the network: P's calls go through
+``control.PdControl`` (local credit, a background thread), D's through the worker's load threads. Each
+request's time on the scheduler thread is measured (``sched_ms`` in its timing line).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .client import PdClient, PdError
+from .control import Bound, PdControl
 from .params import params_for_pull, pd_request_id, wants_remote_decode, wants_remote_prefill
 from .specs import LoadSpec, SaveSpec, StepPlan
 
@@ -28,18 +30,23 @@ class _Produced:
 
     request: Any
     pd_id: str
-    reserved: bool = False
-    saved: bool = False
+    planned: bool = False
+    bound: Bound | None = None
+    sched_ns: int = 0
 
 
 class PdScheduler:
+    """``control`` is None when the pd-connector beside this instance is not a producer: then a P request
+    gets no params (its decoder prefills itself) and that is said once."""
 
-    def __init__(self, client: PdClient, block_size: int, timing_level: int = logging.DEBUG):
-        self._client = client
+    def __init__(self, control: PdControl | None, block_size: int, timing_level: int = logging.DEBUG):
+        self._control = control
         self._timing_level = timing_level
         self._block_size = block_size
         self._producing: dict[str, _Produced] = {}
         self._plan = StepPlan()
+        self._warned_no_producer = False
+        self._sched_ns: dict[str, int] = {}  # D requests: time on this thread so far
 
     # ---- D: what to load ----------------------------------------------------------------------
 
@@ -55,8 +62,10 @@ class PdScheduler:
                                  num_external_tokens: int) -> None:
         params = request.kv_transfer_params
         if wants_remote_decode(params):
-            self._producing.setdefault(request.request_id,
-                                       _Produced(request, pd_request_id(request.request_id)))
+            start = time.perf_counter_ns()
+            produced = self._producing.setdefault(request.request_id,
+                                                  _Produced(request, pd_request_id(request.request_id)))
+            produced.sched_ns += time.perf_counter_ns() - start
             return
         if not wants_remote_prefill(params):
             return
@@ -70,57 +79,67 @@ class PdScheduler:
             self._plan.releases.append(spec)
         params["do_remote_prefill"] = False  # one pull per request, also after a preemption
 
-    # ---- P: when to reserve and save ----------------------------------------------------------
+    # ---- P: when to take granted blocks and save ------------------------------------------------
 
     def build_plan(self, num_scheduled_tokens: dict[str, int],
                    block_ids_of: Callable[[str], list[int]]) -> StepPlan:
-        """The step's saves (P requests whose prompt's last token is computed in this step), loads
-        and releases; clears them for the next step."""
+        """The step's saves (P requests whose prompt's last token is computed in this step: they take
+        granted blocks now, and the worker copies into them after this step's forward), loads and
+        releases; clears them for the next step."""
         for req_id, produced in self._producing.items():
             scheduled = num_scheduled_tokens.get(req_id)
-            if scheduled is None or produced.reserved:
+            if scheduled is None or produced.planned:
                 continue
             req = produced.request
             if req.num_computed_tokens + scheduled < req.num_prompt_tokens:
                 continue
-            spec = self._reserve(produced, block_ids_of(req_id))
+            start = time.perf_counter_ns()
+            spec = self._take(produced, block_ids_of(req_id))
             if spec is not None:
                 self._plan.saves.append(spec)
+            produced.sched_ns += time.perf_counter_ns() - start
         plan, self._plan = self._plan, StepPlan()
         return plan
 
-    def _reserve(self, produced: _Produced, vllm_blocks: list[int]) -> SaveSpec | None:
+    def _take(self, produced: _Produced, vllm_blocks: list[int]) -> SaveSpec | None:
         req = produced.request
-        produced.reserved = True  # once, whatever the answer: a refused reservation is not retried
+        produced.planned = True  # once, whatever the answer: a request without credit is not retried
+        if self._control is None:
+            if not self._warned_no_producer:
+                log.warning("the pd-connector beside this instance is not a producer: P requests get no "
+                            "kv_transfer_params and their decoders prefill them")
+                self._warned_no_producer = True
+            return None
         num_tokens = req.num_prompt_tokens
         n_blocks = -(-num_tokens // self._block_size)
         if len(vllm_blocks) < n_blocks:
             log.error("P request %s: %d tokens need %d blocks, vLLM holds %d; not exported",
                       req.request_id, num_tokens, n_blocks, len(vllm_blocks))
             return None
-        start = time.perf_counter()
-        try:
-            r = self._client.reserve(produced.pd_id, num_tokens)
-        except PdError as e:
-            log.warning("P request %s: pd-connector did not reserve (%s); the decoder gets no "
-                        "kv_transfer_params and prefills itself", req.request_id, e)
+        bound = self._control.take(n_blocks)
+        if bound is None:
+            log.warning("P request %s: no granted pd-connector blocks free for %d blocks; the decoder gets no "
+                        "kv_transfer_params and prefills itself", req.request_id, n_blocks)
             return None
-        produced.saved = True
-        log.log(self._timing_level, "P reserved %s: %d tokens, pd blocks %s, %.2f ms", req.request_id, num_tokens,
-                r["block_ids"], 1000 * (time.perf_counter() - start))
-        return SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(r["block_ids"]),
-                        num_tokens, [(x["kv_file"], int(x["region_bytes"])) for x in r["ranks"]])
+        produced.bound = bound
+        return SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(bound.blocks), num_tokens,
+                        list(bound.grant.rank_files), bound.grant.id)
 
     # ---- both: the end of a request ------------------------------------------------------------
 
     def request_finished(self, request: Any) -> tuple[bool, dict[str, Any] | None]:
-        """P: finish (the worker wrote the KV during the step that completed the prompt) and return
-        pd-connector's params verbatim; vLLM frees its own blocks at once, pd-connector holds the
-        copy. Aborted or unfinished: give the reservation back. D: a request that ended before its
-        load was planned still releases P's lease."""
+        """P: the worker copied the KV in the step that completed the prompt; hand out the params built
+        from the grant and queue the commit (vLLM frees its own blocks at once, pd-connector holds the
+        copy). Aborted, unfinished or too late in its grant's life: the blocks and slot go back to the
+        credit. D: a request that ended before its load was planned still releases P's lease."""
+        start = time.perf_counter_ns()
         produced = self._producing.pop(request.request_id, None)
         if produced is not None:
-            return False, self._finish(produced, request)
+            params = self._finish(produced, request)
+            sched_ms = (produced.sched_ns + time.perf_counter_ns() - start) / 1e6
+            log.log(self._timing_level, "P request %s: %s, sched %.3f ms", request.request_id,
+                    "params handed out, commit queued" if params else "no params", sched_ms)
+            return False, params
         if wants_remote_prefill(request.kv_transfer_params):
             self._plan.releases.append(LoadSpec(request.request_id, pd_request_id(request.request_id),
                                                 list(request.prompt_token_ids or ()),
@@ -129,26 +148,16 @@ class PdScheduler:
         return False, None
 
     def _finish(self, produced: _Produced, request: Any) -> dict[str, Any] | None:
-        if not produced.saved:
+        bound = produced.bound
+        if bound is None or self._control is None:
             return None
         status = getattr(request.status, "name", str(request.status))
-        if status not in FINISHED_NORMALLY:
-            self._abort(produced.pd_id, f"the request ended {status}")
+        if status not in FINISHED_NORMALLY or not self._control.usable(bound):
+            self._control.give_back(bound)
+            if status in FINISHED_NORMALLY:
+                log.warning("P request %s finished too late in its grant's life to hand out params",
+                            request.request_id)
             return None
-        start = time.perf_counter()
-        try:
-            params = self._client.finish(produced.pd_id)["kv_transfer_params"]
-            log.log(self._timing_level, "P finished %s: %.2f ms", request.request_id, 1000 * (time.perf_counter() - start))
-            return params
-        except PdError as e:
-            log.error("P request %s: pd-connector did not finish (%s); the decoder gets no "
-                      "kv_transfer_params", request.request_id, e)
-            self._abort(produced.pd_id, "finish failed")
-            return None
-
-    def _abort(self, pd_id: str, why: str) -> None:
-        try:
-            self._client.abort(pd_id)
-        except PdError as e:
-            if e.status != 404:
-                log.warning("abort of %s (%s) failed: %s", pd_id, why, e)
+        params = self._control.params(bound, produced.pd_id, request.num_prompt_tokens)
+        self._control.commit(bound, produced.pd_id, request.num_prompt_tokens)
+        return params

@@ -8,7 +8,7 @@ from typing import Any
 
 @dataclass
 class SaveSpec:
-    """P: after this step's forward, copy the prompt's vLLM blocks into the reserved pd blocks."""
+    """P: after this step's forward, copy the prompt's vLLM blocks into the granted pd blocks."""
 
     request_id: str
     pd_request_id: str
@@ -16,6 +16,7 @@ class SaveSpec:
     pd_blocks: list[int]
     num_tokens: int
     rank_files: list[tuple[str, int]]  # per TP rank: (kv_file, region_bytes)
+    grant_id: str = ""  # the grant the pd blocks came from: given back whole if the copy fails
 
 
 @dataclass

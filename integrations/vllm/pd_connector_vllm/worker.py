@@ -1,7 +1,8 @@
 """Worker side of the plugin: the KV copies, next to vLLM's KV cache tensors.
 
 P: ``save`` runs in wait_for_save, after the step's forward wrote the prompt's KV, and copies it into
-P's shared KV file (pd-connector holds it from then on). D: ``start_loads`` hands each load to a
+the granted blocks of P's shared KV file (pd-connector holds it from then on), before the scheduler
+hands the params out in this step's ``request_finished``. D: ``start_loads`` hands each load to a
 bounded pool of threads (a pull blocks on pd-connector for as long as the transfer and the lease
 check take); ``take_results`` reports finished and failed loads to vLLM.
 """
@@ -61,13 +62,17 @@ class PdWorker:
         for spec in specs:
             try:
                 self._save(spec)
-            except Exception as e:  # noqa: BLE001 - any failure: give the blocks back, never export them
-                log.error("P request %s: KV copy into pd-connector failed (%s); aborting its reservation",
-                          spec.request_id, e)
+            except Exception as e:  # noqa: BLE001 - any failure: no decoder may take these blocks for the KV
+                # The scheduler hands the params out after this step without knowing; giving the whole grant
+                # back now, before this step ends, zeroes its slots first, so a decoder declines them and
+                # P refuses the commit. Other requests of the grant not yet committed are declined too.
+                log.error("P request %s: KV copy into pd-connector failed (%s); giving grant %s back",
+                          spec.request_id, e, spec.grant_id)
                 try:
-                    self._client.abort(spec.pd_request_id)
-                except PdError as abort_error:
-                    log.error("abort of %s failed too: %s", spec.pd_request_id, abort_error)
+                    self._client.batch({"returns": [spec.grant_id]})
+                except PdError as return_error:
+                    log.error("grant %s not given back either (%s): a decoder may read blocks without this "
+                              "request's KV until the grant expires", spec.grant_id, return_error)
 
     def _save(self, spec: SaveSpec) -> None:
         g = self._require_registered()

@@ -59,6 +59,9 @@ class FakeClient:
     def release(self, request_id):
         return self._answer("release", request_id)
 
+    def batch(self, body):
+        return self._answer("batch", body)
+
     def close(self):
         self.calls.append(("close",))
 

@@ -12,6 +12,7 @@ from pd_connector_vllm.specs import LoadSpec, SaveSpec, StepPlan
 from pd_connector_vllm.worker import LoadResults
 
 from fakes import FakeClient, FakeRequest
+from test_scheduler import FakeControl
 
 
 def bare(**attrs):
@@ -94,9 +95,8 @@ class Output:
 
 
 def test_vllms_blocks_become_the_plans_block_ids_on_both_sides():
-    client = FakeClient({"reserve": lambda rid, n: {"block_ids": [0, 1, 2],
-                                                     "ranks": [{"kv_file": "/dev/shm/k", "region_bytes": 64}]}})
-    c = bare(_scheduler=PdScheduler(client, 4), _kv_cache_manager=Manager())
+    control = FakeControl()
+    c = bare(_scheduler=PdScheduler(control, 4), _kv_cache_manager=Manager())
     d_req = FakeRequest("d1", list(range(10)), {"do_remote_prefill": True, "remote_engine_id": "p",
                                                 "remote_request_id": "r", "remote_host": "h", "remote_port": 1,
                                                 "remote_num_tokens": 10})
@@ -108,4 +108,4 @@ def test_vllms_blocks_become_the_plans_block_ids_on_both_sides():
     (load,) = meta.plan.loads
     assert load.vllm_blocks == [5, 6] and load.first_pd_block == 1
     (save,) = meta.plan.saves
-    assert save.vllm_blocks == [7, 8, 9] and save.pd_blocks == [0, 1, 2]
+    assert save.vllm_blocks == [7, 8, 9] and save.pd_blocks == [40, 41, 42]

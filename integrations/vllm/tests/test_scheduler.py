@@ -1,11 +1,11 @@
 """The scheduler side's decisions: when P reserves, what it saves, what request_finished returns;
 what D loads, into which blocks, and that each pull happens once."""
 
-from pd_connector_vllm.client import PdError
+from pd_connector_vllm.control import Bound, Grant
 from pd_connector_vllm.params import pd_request_id
 from pd_connector_vllm.scheduler import PdScheduler
 
-from fakes import FakeClient, FakeRequest, Status
+from fakes import FakeRequest, Status
 
 BS = 4
 PD_PARAMS = {"do_remote_prefill": True, "do_remote_decode": False, "remote_engine_id": "p0",
@@ -14,90 +14,123 @@ PD_PARAMS = {"do_remote_prefill": True, "do_remote_decode": False, "remote_engin
              "remote_lease_slot": 3, "remote_lease_nonce": 123456789, "some_future_field": {"x": 1}}
 
 
-def reservation(request_id, num_tokens):
-    return {"request_id": request_id, "num_tokens": num_tokens, "block_ids": [40, 41, 42], "has_lease": True,
-            "block_bytes": 64, "upload_bytes": 192,
-            "ranks": [{"rank": 0, "kv_file": "/dev/shm/pd-p0-r0.kv", "region_bytes": 6400}]}
+class FakeControl:
+    """control.PdControl's scheduler-thread face: records what the scheduler takes, commits and gives back."""
+
+    def __init__(self, credit=True, usable=True):
+        self.credit = credit
+        self._usable = usable
+        self.calls = []
+        self.grant = Grant("g1-1", [], [], [("/dev/shm/pd-p0-r0.kv", 6400)], {"remote_engine_id": "p0"}, 0, 0)
+
+    def take(self, n):
+        self.calls.append(("take", n))
+        return Bound(self.grant, [40 + i for i in range(n)], 3, 123456789) if self.credit else None
+
+    def usable(self, bound):
+        return self._usable
+
+    def params(self, bound, pd_id, n):
+        return {"remote_engine_id": "p0", "remote_request_id": pd_id, "remote_block_ids": [bound.blocks],
+                "remote_num_tokens": n, "remote_lease_slot": bound.slot, "remote_lease_nonce": bound.nonce}
+
+    def commit(self, bound, pd_id, n):
+        self.calls.append(("commit", pd_id, n, tuple(bound.blocks)))
+
+    def give_back(self, bound):
+        self.calls.append(("give_back", tuple(bound.blocks)))
+
+    def names(self):
+        return [c[0] for c in self.calls]
 
 
 def p_request(n=10):
     return FakeRequest("cmpl-1-0-abcd", list(range(n)), {"do_remote_decode": True, "do_remote_prefill": False})
 
 
-def producer():
-    client = FakeClient({"reserve": reservation, "finish": lambda rid: {"kv_transfer_params": dict(PD_PARAMS)}})
-    return PdScheduler(client, BS), client
+def producer(**kw):
+    control = FakeControl(**kw)
+    return PdScheduler(control, BS), control
 
 
-def test_p_reserves_and_saves_in_the_step_that_computes_the_prompts_last_token_only():
-    s, client = producer()
+def test_p_takes_granted_blocks_and_saves_in_the_step_that_computes_the_prompts_last_token_only():
+    s, control = producer()
     req = p_request(10)
     s.update_state_after_alloc(req, [5, 6, 1, 9], [], 0)
     blocks = lambda rid: [5, 6, 1, 9]                       # noqa: E731 - one more block than the prompt needs
     assert s.build_plan({req.request_id: 8}, blocks).saves == []   # chunked prefill: 8 of 10 tokens
+    assert control.calls == [], "nothing is taken before the step that completes the prompt"
     req.num_computed_tokens = 8
     plan = s.build_plan({req.request_id: 2}, blocks)
-    assert client.calls == [("reserve", req.request_id, 10)]
+    assert control.calls == [("take", 3)]
     (save,) = plan.saves
     assert save.vllm_blocks == [5, 6, 1] and save.pd_blocks == [40, 41, 42] and save.num_tokens == 10
-    assert save.rank_files == [("/dev/shm/pd-p0-r0.kv", 6400)]
+    assert save.rank_files == [("/dev/shm/pd-p0-r0.kv", 6400)] and save.grant_id == "g1-1"
     req.num_computed_tokens = 10
     assert s.build_plan({req.request_id: 1}, blocks).saves == []   # decoding on P: saved once
-    assert client.names() == ["reserve"]
+    assert control.names() == ["take"]
 
 
-def test_p_finish_returns_pd_connectors_params_verbatim_and_lets_vllm_free_its_blocks():
-    s, client = producer()
+def test_p_request_finished_hands_out_the_grants_params_queues_the_commit_and_lets_vllm_free_its_blocks():
+    s, control = producer()
     req = p_request()
     s.update_state_after_alloc(req, [1, 2, 3], [], 0)
     s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3])
     req.status = Status.FINISHED_LENGTH_CAPPED
     delay_free, params = s.request_finished(req)
     assert delay_free is False
-    assert params == PD_PARAMS
-    assert client.names() == ["reserve", "finish"]
+    assert params == {"remote_engine_id": "p0", "remote_request_id": req.request_id, "remote_block_ids": [[40, 41, 42]],
+                      "remote_num_tokens": 10, "remote_lease_slot": 3, "remote_lease_nonce": 123456789}
+    assert control.calls[-1] == ("commit", req.request_id, 10, (40, 41, 42))
 
 
-def test_p_request_aborted_after_its_reservation_gives_it_back_and_returns_no_params():
-    s, client = producer()
+def test_p_request_aborted_after_its_save_gives_its_share_back_and_returns_no_params():
+    s, control = producer()
     req = p_request()
     s.update_state_after_alloc(req, [1, 2, 3], [], 0)
     s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3])
     req.status = Status.FINISHED_ABORTED
     assert s.request_finished(req) == (False, None)
-    assert client.calls[-1] == ("abort", req.request_id)
+    assert control.names() == ["take", "give_back"]
 
 
-def test_p_request_aborted_before_its_prefill_completed_calls_nothing():
-    s, client = producer()
+def test_p_request_aborted_before_its_prefill_completed_takes_nothing():
+    s, control = producer()
     req = p_request()
     s.update_state_after_alloc(req, [1, 2, 3], [], 0)
     s.build_plan({req.request_id: 4}, lambda rid: [1, 2, 3])
     req.status = Status.FINISHED_ABORTED
     assert s.request_finished(req) == (False, None)
-    assert client.calls == []
+    assert control.calls == []
 
 
-def test_p_reservation_refused_means_no_save_no_finish_and_no_params():
-    s, client = producer()
-    client.answers["reserve"] = PdError(503, "no-free-blocks", "full")
+def test_p_without_credit_saves_nothing_and_returns_no_params():
+    s, control = producer(credit=False)
     req = p_request()
     s.update_state_after_alloc(req, [1, 2, 3], [], 0)
     assert s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3]).saves == []
     req.status = Status.FINISHED_STOPPED
     assert s.request_finished(req) == (False, None)
-    assert client.names() == ["reserve"]
+    assert control.names() == ["take"]
 
 
-def test_p_finish_refused_aborts_and_returns_no_params():
-    s, client = producer()
-    client.answers["finish"] = PdError(409, "wrong-state", "finished already")
+def test_p_finished_too_late_in_its_grants_life_hands_out_nothing():
+    s, control = producer(usable=False)
     req = p_request()
     s.update_state_after_alloc(req, [1, 2, 3], [], 0)
     s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3])
     req.status = Status.FINISHED_STOPPED
     assert s.request_finished(req) == (False, None)
-    assert client.names() == ["reserve", "finish", "abort"]
+    assert control.names() == ["take", "give_back"]
+
+
+def test_p_beside_a_pd_connector_that_is_no_producer_hands_out_nothing():
+    s = PdScheduler(None, BS)
+    req = p_request()
+    s.update_state_after_alloc(req, [1, 2, 3], [], 0)
+    assert s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3]).saves == []
+    req.status = Status.FINISHED_STOPPED
+    assert s.request_finished(req) == (False, None)
 
 
 def test_a_request_id_pd_connector_cannot_carry_is_replaced_by_a_stable_digest():
@@ -113,7 +146,7 @@ def d_request(prompt_len=10, params=None):
 
 
 def test_d_loads_every_prompt_token_not_computed_locally_asynchronously():
-    s = PdScheduler(FakeClient(), BS)
+    s = PdScheduler(None, BS)
     req = d_request(10)
     assert s.get_num_new_matched_tokens(req, 0) == (10, True)
     assert s.get_num_new_matched_tokens(req, 8) == (2, True)
@@ -122,7 +155,7 @@ def test_d_loads_every_prompt_token_not_computed_locally_asynchronously():
 
 
 def test_d_plans_one_pull_with_ps_params_verbatim_into_the_blocks_a_prefix_hit_left_empty():
-    s = PdScheduler(FakeClient(), BS)
+    s = PdScheduler(None, BS)
     req = d_request(10)
     s.update_state_after_alloc(req, [3, 4, 11], [11], 2)   # blocks 3, 4 came from D's prefix cache
     plan = s.build_plan({}, lambda rid: [])
@@ -136,7 +169,7 @@ def test_d_plans_one_pull_with_ps_params_verbatim_into_the_blocks_a_prefix_hit_l
 
 
 def test_d_request_that_ends_before_its_load_is_planned_still_releases_ps_lease():
-    s = PdScheduler(FakeClient(), BS)
+    s = PdScheduler(None, BS)
     req = d_request(10)
     req.status = Status.FINISHED_ABORTED
     assert s.request_finished(req) == (False, None)

@@ -109,7 +109,7 @@ def test_a_release_only_pull_is_released_and_never_reported_to_vllm():
     assert w.take_results().finished == set()
 
 
-def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_aborts_the_reservation(tmp_path):
+def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_gives_its_grant_back(tmp_path):
     gen = torch.Generator().manual_seed(9)
     kv = {f"model.layers.{i}.self_attn.attn": torch.randn(NB, H, T, 2 * D, generator=gen) for i in range(L)}
     client = FakeClient()
@@ -121,8 +121,8 @@ def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_aborts_the_reservati
     expected = torch.zeros(8, L, 2, H, T, D)
     write_pd_blocks(list(kv.values()), [3, 0], expected, [6, 2])   # whole blocks, as vLLM holds them
     assert torch.equal(on_disk, expected)
-    w.save([SaveSpec("r2", "r2", [1], [0], 3, [(str(tmp_path / "missing.kv"), 8 * LAYOUT["block_bytes"])])])
-    assert client.calls == [("abort", "r2")]
+    w.save([SaveSpec("r2", "r2", [1], [0], 3, [(str(tmp_path / "missing.kv"), 8 * LAYOUT["block_bytes"])], "g1-7")])
+    assert client.calls == [("batch", {"returns": ["g1-7"]})], "the grant goes back before the step hands out params"
     w.shutdown()
 
 

@@ -32,6 +32,6 @@ public class KvLayoutResource {
             throw ProblemException.roleNotServed("producer or consumer");
         }
         return KvLayoutResponse.of(config.engineId(), config.role().name(), config.tpSize(),
-                config.kv().numBlocks(), runtime.geometry());
+                config.kv().numBlocks(), runtime.geometry(), config.lease().verification());
     }
 }

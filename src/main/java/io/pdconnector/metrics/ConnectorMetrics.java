@@ -121,6 +121,12 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_heartbeats_applied", "Heartbeats that extended a live lease", c.heartbeatsApplied);
         counter("pd_heartbeats_ignored", "Heartbeats for no live lease (never revive one, L8)", c.heartbeatsIgnored);
         counter("pd_notifications_dropped", "Notifications dropped unread: over the 32 KiB maximum", c.droppedNotifications);
+        counter("pd_credit_grants", "Grants of blocks and lease slots to the engine beside P", c.creditsGranted);
+        counter("pd_credit_commits", "Requests the engine committed to granted blocks and slots", c.creditCommits);
+        counter("pd_credit_grants_expired", "Grants taken back unreturned at their deadline (the engine went away)",
+                c.creditsExpired);
+        counter("pd_early_notifications", "Read notifications for a granted nonce that reached P before the"
+                + " engine's commit; counted for the request at its commit", c.earlyNotifications);
         counter("pd_producer_requests_failed", "Requests failed by an unexpected error in P's step (answered 500)",
                 c.requestsFailed);
         gauges("producer", g);

@@ -27,6 +27,7 @@ final class Credits {
     private final Map<String, Credit> byId = new LinkedHashMap<>();
     private final List<ProducerCommand.Grant> pending = new ArrayList<>();
     private final Map<Credit, ProducerCommand.Grant> granting = new LinkedHashMap<>();
+    private final List<ProducerCommand.ReturnCredit> returning = new ArrayList<>();
     private ReadReplay replay = (lease, read) -> { };
     private long granted;
 
@@ -73,7 +74,10 @@ final class Credits {
         return n;
     }
 
-    /** After {@link SlotOps}: every granted slot holds its nonce on every rank, so the grant may leave. */
+    /**
+     * After {@link SlotOps}: every granted slot holds its nonce on every rank, so the grant may leave; every
+     * returned grant's unbound slots are zero, so its return is answered.
+     */
     int answer(long now) {
         int n = 0;
         for (Map.Entry<Credit, ProducerCommand.Grant> e : granting.entrySet()) {
@@ -94,6 +98,9 @@ final class Credits {
             n++;
         }
         granting.clear();
+        returning.forEach(r -> r.reply().complete(true));
+        n += returning.size();
+        returning.clear();
         return n;
     }
 
@@ -147,14 +154,21 @@ final class Credits {
         return params;
     }
 
-    /** The engine gives back what it did not commit; a grant it does not hold (any more) is a 404-like no-op. */
-    boolean giveBack(String creditId) {
-        Credit credit = byId.get(creditId);
+    /**
+     * The engine gives back what it did not commit (also when its copy failed after it may have handed out
+     * params): every unbound slot's clear is queued now, and the answer waits for {@link #answer}, after
+     * this step's {@link SlotOps} zeroed them, so a decoder given those params declines from then on. A
+     * grant P does not hold (any more) is answered false at once.
+     */
+    void giveBack(ProducerCommand.ReturnCredit r) {
+        Credit credit = byId.get(r.creditId());
         if (credit == null) {
-            return false;
+            r.reply().complete(false);
+            return;
         }
         credit.close();
-        return true;
+        credit.placeholders().stream().filter(Lease::anyRankHeld).forEach(exit::allRanks);
+        returning.add(r);
     }
 
     /** Keeps a read notification that names no lease but a granted nonce, for the commit that will follow. */
@@ -206,13 +220,16 @@ final class Credits {
     void closeAll(RuntimeException closing) {
         pending.forEach(g -> g.reply().completeExceptionally(closing));
         granting.values().forEach(g -> g.reply().completeExceptionally(closing));
+        returning.forEach(r -> r.reply().completeExceptionally(closing));
         pending.clear();
         granting.clear();
+        returning.clear();
         byId.values().forEach(Credit::close);
     }
 
-    int openCredits() {
-        return byId.size();
+    /** Granted slots not yet bound: held in the lease table, but no request's lease. */
+    int unboundSlots() {
+        return byId.values().stream().mapToInt(c -> c.placeholders().size()).sum();
     }
 
     private Credit open(String creditId, String requestId, long now) {

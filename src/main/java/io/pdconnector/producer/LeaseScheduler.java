@@ -140,7 +140,8 @@ public final class LeaseScheduler implements StepWorker {
             state.observer.step(name(), System.nanoTime() - startedNanos);
         }
         gauges.publish(state.blocks.capacity() - state.blocks.freeCount(), state.blocks.capacity(),
-                state.slots.capacity() - state.slots.freeCount(), state.slots.capacity(), state.leases.size(),
+                state.slots.capacity() - state.slots.freeCount(), state.slots.capacity(),
+                state.leases.size() - credits.unboundSlots(),
                 commands.size());
     }
 

@@ -52,7 +52,7 @@ final class ProducerCommandHandler {
             case ProducerCommand.Abort a -> abort(a);
             case ProducerCommand.Grant g -> credits.request(g);
             case ProducerCommand.CommitCredit c -> commit(c, now);
-            case ProducerCommand.ReturnCredit r -> r.reply().complete(credits.giveBack(r.creditId()));
+            case ProducerCommand.ReturnCredit r -> credits.giveBack(r);
             case ProducerCommand.Snapshot s -> s.reply().complete(state.snapshot());
         }
     }

@@ -230,6 +230,30 @@ class EngineCreditTest {
         cluster.assertNoLeak();
     }
 
+    /** A grant returned after its engine handed params out (its copy failed): answered only once its slots are zero. */
+    @Test
+    void aReturnIsAnsweredOnlyAfterEveryUnboundSlotOfTheGrantIsZero_soADecoderGivenItsParamsDeclines() {
+        ProducerFixture p = producer(2);
+        ConsumerFixture d = decoder(2);
+        CreditGrant g = grant(p, 4, 2);
+        int[] blocks = first(g, 1);
+        CreditGrant.GrantedLease lease = g.leases().getFirst();
+        KvTransferParams params = paramsOf(g, "failed-copy", 4, blocks, lease);
+        var returned = p.facade().submitReturn(g.creditId());
+        for (int step = 0; step < 3 && !returned.isDone(); step++) {
+            cluster.stepProducers();
+        }
+        assertTrue(returned.join(), "P held the grant");
+        for (CreditGrant.GrantedLease l : g.leases()) {
+            assertEquals(0, p.slotValue(0, l.slot()), "rank 0 slot " + l.slot() + " when the return was answered");
+            assertEquals(0, p.slotValue(1, l.slot()), "rank 1 slot " + l.slot() + " when the return was answered");
+        }
+        assertDeclined(cluster.pull(d, "failed-copy", prompt(3, 4), params), "lease_mismatch");
+        assertThrows(StateConflictException.class, () -> cluster.await(p.facade().submitCommit(
+                new Commit(g.creditId(), "failed-copy", 4, blocks, lease.slot(), lease.nonce()))));
+        cluster.assertNoLeak();
+    }
+
     @Test
     void aGrantTakesOnlyWhatIsFree_andAReservationStillGetsTheRest() {
         ProducerFixture p = producer(1);

@@ -1,0 +1,280 @@
+"""The P side's control path: everything the scheduler thread needs from pd-connector, without waiting on it.
+
+pd-connector grants this plugin blocks and lease slots in bulk (``grant`` in ``POST /v1/producer/batch``);
+every granted slot already holds its nonce on every P rank. The scheduler thread binds a request to
+granted blocks and one granted slot locally (``take``), the worker copies the prompt's KV into those
+blocks within the same engine step, and ``request_finished`` hands out the params built from the grant
+(``params``) and queues the commit. One background thread ("pd-control") sends what was queued since its
+last round trip in one batch: commits, aborts, returned grants and a new grant when the credit runs low.
+So the scheduler thread never waits on the network, and a whole engine step costs one loopback round
+trip, off that thread.
+
+Why it is safe to hand the params out before P has the commit: the nonce is in the slot since the grant
+(L2), and the copy is done before ``request_finished`` runs; a decoder that reads before the commit
+gets the right bytes and P counts its read notification at the commit. A commit that never comes (the
+engine died) ends with the grant: P zeroes its slots, then frees its blocks, and a late decoder declines.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .client import PdClient, PdError
+
+log = logging.getLogger("vllm.pd_connector")
+
+# A grant is used for new requests during the first half of its life, and its params are handed out
+# only while this much of it is left: enough for the commit to reach P over a slow loopback.
+_HAND_OUT_MARGIN_S = 30.0
+
+
+@dataclass
+class Grant:
+    """One grant as the plugin holds it; times are this process's monotonic clock, taken before asking."""
+
+    id: str
+    blocks: list[int]
+    leases: list[tuple[int, int]]  # (slot, nonce); empty on an instance without lease verification
+    rank_files: list[tuple[str | None, int]]
+    template: dict[str, Any]
+    retire_at: float
+    valid_until: float
+    outstanding: int = 0
+    dead: bool = False  # P refused a commit to it as closed: nothing more is taken from it
+
+
+@dataclass
+class Bound:
+    """A request's blocks and lease slot, taken from a grant on the scheduler thread."""
+
+    grant: Grant
+    blocks: list[int]
+    slot: int | None
+    nonce: int | None
+
+
+@dataclass
+class ControlStats:
+    batches: int = 0
+    batch_ms: list[float] = field(default_factory=list)
+    commits_refused: int = 0
+    no_credit: int = 0
+
+
+class PdControl:
+
+    def __init__(self, client: PdClient, target_blocks: int, target_leases: int, verify: bool,
+                 timing_level: int = logging.DEBUG, clock=time.monotonic):
+        if target_blocks < 1 or (verify and target_leases < 1):
+            raise ValueError(f"a credit needs at least one block and one lease slot, got {target_blocks} and "
+                             f"{target_leases}")
+        self._client = client
+        self._target_blocks = target_blocks
+        self._target_leases = target_leases if verify else 0
+        self._verify = verify
+        self._timing_level = timing_level
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._grants: list[Grant] = []
+        self._commits: list[dict[str, Any]] = []
+        self._aborts: list[str] = []
+        self._returns: list[str] = []
+        self._asking = False
+        self._short = 0  # blocks a request could not find in any one grant: the next grant asks for them
+        self._next_ask_at = 0.0  # after a grant that found too little free, P is not asked again at once
+        self._stopping = False
+        self._first_grant = threading.Event()
+        self.stats = ControlStats()
+        self._thread = threading.Thread(target=self._run, name="pd-control", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wait_for_credit(self, deadline_s: float) -> None:
+        """Start-up only: the first grant, so that the first requests already find credit."""
+        if not self._first_grant.wait(deadline_s):
+            raise RuntimeError(f"pd-connector at {self._client.base_url} granted no blocks within {deadline_s} s "
+                               "(POST /v1/producer/batch); is it a producer, and does it have free blocks?")
+
+    # ---- the scheduler thread: never waits on anything but this object's lock -----------------------
+
+    def take(self, n_blocks: int) -> Bound | None:
+        """``n_blocks`` blocks and a slot from one usable grant, or None (then the request gets no params)."""
+        now = self._clock()
+        with self._cond:
+            for g in self._grants:
+                if g.dead or now >= g.retire_at or len(g.blocks) < n_blocks or (self._verify and not g.leases):
+                    continue
+                blocks, g.blocks = g.blocks[:n_blocks], g.blocks[n_blocks:]
+                slot, nonce = g.leases.pop(0) if self._verify else (None, None)
+                g.outstanding += 1
+                if self._needs_credit():
+                    self._cond.notify()
+                return Bound(g, blocks, slot, nonce)
+            self.stats.no_credit += 1
+            self._short = max(self._short, n_blocks)
+            self._cond.notify()
+        return None
+
+    def usable(self, bound: Bound) -> bool:
+        """Whether params for ``bound`` may still be handed out: its grant is alive for the commit to reach P."""
+        return not bound.grant.dead and self._clock() < bound.grant.valid_until - _HAND_OUT_MARGIN_S
+
+    def give_back(self, bound: Bound) -> None:
+        """A request that hands out no params: its blocks and slot serve another request."""
+        with self._cond:
+            g = bound.grant
+            g.blocks = bound.blocks + g.blocks
+            if bound.slot is not None:
+                g.leases.insert(0, (bound.slot, bound.nonce))
+            g.outstanding -= 1
+
+    def params(self, bound: Bound, pd_id: str, num_tokens: int) -> dict[str, Any]:
+        """The kv_transfer_params P will export at the commit, built here from the grant's template."""
+        p = dict(bound.grant.template)
+        p["remote_request_id"] = pd_id
+        p["remote_block_ids"] = [list(bound.blocks)]
+        p["remote_num_tokens"] = num_tokens
+        if bound.slot is not None:
+            p["remote_lease_slot"] = bound.slot
+            p["remote_lease_nonce"] = bound.nonce
+        return p
+
+    def commit(self, bound: Bound, pd_id: str, num_tokens: int) -> None:
+        item = {"grant_id": bound.grant.id, "request_id": pd_id, "num_tokens": num_tokens,
+                "block_ids": list(bound.blocks)}
+        if bound.slot is not None:
+            item["lease_slot"], item["lease_nonce"] = bound.slot, bound.nonce
+        with self._cond:
+            bound.grant.outstanding -= 1
+            self._commits.append(item)
+            self._cond.notify()
+
+    def abort(self, pd_id: str) -> None:
+        with self._cond:
+            self._aborts.append(pd_id)
+            self._cond.notify()
+
+    # ---- the control thread -------------------------------------------------------------------------
+
+    def _needs_credit(self) -> bool:
+        now = self._clock()
+        usable = [g for g in self._grants if not g.dead and now < g.retire_at]
+        blocks = sum(len(g.blocks) for g in usable)
+        leases = sum(len(g.leases) for g in usable)
+        return not self._asking and now >= self._next_ask_at and (
+            blocks < self._target_blocks // 2 + 1 or self._short > 0
+            or (self._verify and leases < self._target_leases // 2 + 1))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._stopping or self._commits or self._aborts or self._returns
+                           or self._needs_credit()):
+                    self._cond.wait(timeout=1.0)
+                    self._retire()
+                self._retire()
+                if self._stopping and not (self._commits or self._aborts):
+                    return
+                body: dict[str, Any] = {"commits": self._commits, "aborts": self._aborts, "returns": self._returns}
+                self._commits, self._aborts, self._returns = [], [], []
+                ask = not self._stopping and self._needs_credit()
+                if ask:
+                    now = self._clock()
+                    usable = [g for g in self._grants if not g.dead and now < g.retire_at]
+                    body["grant"] = {
+                        "blocks": max(self._short, self._target_blocks - sum(len(g.blocks) for g in usable)),
+                        "leases": max(0, self._target_leases - sum(len(g.leases) for g in usable))}
+                    self._asking = True
+            self._send(body, ask)
+
+    def _send(self, body: dict[str, Any], asked: bool) -> None:
+        sent_at = self._clock()
+        try:
+            answer = self._client.batch(body)
+        except PdError as e:
+            log.warning("pd-connector batch failed (%s); %d commits and %d aborts are sent again with the next "
+                        "batch", e, len(body["commits"]), len(body["aborts"]))
+            with self._cond:
+                self._commits[:0] = body["commits"]
+                self._aborts[:0] = body["aborts"]
+                self._returns[:0] = body["returns"]
+                self._asking = False
+            time.sleep(0.2)  # the service is down or restarting: do not spin
+            return
+        took_ms = 1000 * (self._clock() - sent_at)
+        self.stats.batches += 1
+        if len(self.stats.batch_ms) < 100_000:
+            self.stats.batch_ms.append(took_ms)
+        log.log(self._timing_level, "pd-connector batch: %d commits, %d aborts, %d returns, grant %s: %.2f ms",
+                len(body["commits"]), len(body["aborts"]), len(body["returns"]), asked, took_ms)
+        with self._cond:
+            if asked:
+                self._asking = False
+                self._short = 0
+                g = answer.get("grant")
+                if g is not None:
+                    self._add_grant(g, sent_at)
+                if g is None or len(g["block_ids"]) < body["grant"]["blocks"]:
+                    self._next_ask_at = self._clock() + 0.25  # P is short of free blocks: ask again later
+            for result in answer.get("commits") or ():
+                if result.get("status") != 200:
+                    self._refused(result, body)
+            for result in answer.get("aborts") or ():
+                if result.get("status") not in (204, 404):
+                    log.warning("abort of %s: %s %s", result.get("id"), result.get("reason"), result.get("detail"))
+
+    def _add_grant(self, g: dict[str, Any], sent_at: float) -> None:
+        ttl = float(g["expires_in_ms"]) / 1000.0
+        grant = Grant(str(g["grant_id"]), [int(b) for b in g["block_ids"]],
+                      [(int(x["slot"]), int(x["nonce"])) for x in g["leases"]],
+                      [(r.get("kv_file"), int(r["region_bytes"])) for r in g["ranks"]], dict(g["params_template"]),
+                      retire_at=sent_at + ttl / 2, valid_until=sent_at + ttl)
+        if not grant.blocks or (self._verify and not grant.leases):
+            self._returns.append(grant.id)  # too little was free to bind any request: nothing to hold
+            return
+        self._grants.append(grant)
+        self._first_grant.set()
+
+    def _refused(self, result: dict[str, Any], body: dict[str, Any]) -> None:
+        self.stats.commits_refused += 1
+        log.error("P request %s: pd-connector refused its commit (%s: %s); the decoder's pull of it is declined",
+                  result.get("id"), result.get("reason"), result.get("detail"))
+        if result.get("reason") == "wrong-state":
+            grant_id = next((c["grant_id"] for c in body["commits"] if c["request_id"] == result.get("id")), None)
+            for g in self._grants:
+                if g.id == grant_id and "grant" in str(result.get("detail")):
+                    g.dead = True
+
+    def _retire(self) -> None:
+        """Grants past the first half of their life, or dead, go back once no request holds a share."""
+        now = self._clock()
+        for g in list(self._grants):
+            if (g.dead or now >= g.retire_at) and g.outstanding == 0:
+                self._grants.remove(g)
+                self._returns.append(g.id)
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self, deadline_s: float) -> None:
+        """Sends what is queued, gives every grant back, and stops the thread (bounded by ``deadline_s``)."""
+        with self._cond:
+            self._returns.extend(g.id for g in self._grants)
+            self._grants = []
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(deadline_s)
+        with self._cond:
+            leftover = self._returns
+            self._returns = []
+        if leftover:
+            try:
+                self._client.batch({"commits": [], "aborts": [], "returns": leftover})
+            except PdError as e:
+                log.warning("grants %s not given back (%s); pd-connector takes them back at their expiry", leftover, e)

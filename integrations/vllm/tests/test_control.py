@@ -1,0 +1,194 @@
+"""P's control path (control.PdControl) against a scripted pd-connector: the scheduler thread takes
+granted blocks and slots without waiting, params are built from the grant, commits and aborts leave in
+batches from the control thread, grants are retired and given back, and a refused or failed batch is
+handled. Every wait in these tests is bounded."""
+
+import threading
+import time
+
+import pytest
+
+from pd_connector_vllm.client import PdError
+from pd_connector_vllm.control import PdControl
+
+TEMPLATE = {"do_remote_prefill": True, "do_remote_decode": False, "remote_engine_id": "p0",
+            "remote_host": "127.0.0.1", "remote_port": 8081, "tp_size": 1, "transfer_mode": "pull"}
+
+
+class ScriptedP:
+    """Answers batches like pd-connector: grants fresh blocks and slots, commits what it granted."""
+
+    base_url = "http://127.0.0.1:1 (scripted)"
+
+    def __init__(self, free_blocks=64, ttl_ms=600_000):
+        self.free = list(range(free_blocks))
+        self.ttl_ms = ttl_ms
+        self.bodies = []
+        self.granted = {}
+        self.next_nonce = 1000
+        self.lock = threading.Lock()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.fail = None
+
+    def batch(self, body):
+        assert self.gate.wait(10), "test gate never opened"
+        with self.lock:
+            self.bodies.append(body)
+            if self.fail:
+                raise self.fail
+            answer = {"commits": [], "aborts": [], "returns": []}
+            for c in body.get("commits", []):
+                ok = c["grant_id"] in self.granted
+                answer["commits"].append({"id": c["request_id"], "status": 200 if ok else 409,
+                                          "reason": None if ok else "wrong-state",
+                                          "detail": None if ok else f"grant {c['grant_id']} is unknown"})
+            for a in body.get("aborts", []):
+                answer["aborts"].append({"id": a, "status": 204})
+            for r in body.get("returns", []):
+                self.granted.pop(r, None)
+            if "grant" in body:
+                n = min(body["grant"]["blocks"], len(self.free))
+                blocks, self.free = self.free[:n], self.free[n:]
+                leases = []
+                for _ in range(body["grant"]["leases"]):
+                    leases.append({"slot": len(leases), "nonce": self.next_nonce})
+                    self.next_nonce += 1
+                gid = f"g1-{len(self.granted) + len(self.bodies)}"
+                self.granted[gid] = blocks
+                answer["grant"] = {"grant_id": gid, "block_ids": blocks, "leases": leases,
+                                   "expires_in_ms": self.ttl_ms, "block_bytes": 64,
+                                   "ranks": [{"rank": 0, "kv_file": "/dev/shm/pd-p0-r0.kv", "region_bytes": 6400}],
+                                   "params_template": dict(TEMPLATE)}
+            return answer
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def started(p, blocks=16, leases=8, clock=time.monotonic):
+    c = PdControl(p, blocks, leases, verify=True, clock=clock)
+    c.start()
+    c.wait_for_credit(10)
+    return c
+
+
+def wait_until(condition, what, timeout=10):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def test_take_builds_the_params_p_will_export_and_the_commit_leaves_in_a_batch():
+    p = ScriptedP()
+    c = started(p)
+    bound = c.take(3)
+    assert bound is not None and len(bound.blocks) == 3
+    params = c.params(bound, "req-1", 10)
+    assert params == {**TEMPLATE, "remote_request_id": "req-1", "remote_block_ids": [bound.blocks],
+                      "remote_num_tokens": 10, "remote_lease_slot": bound.slot, "remote_lease_nonce": bound.nonce}
+    c.commit(bound, "req-1", 10)
+    wait_until(lambda: any(b.get("commits") for b in p.bodies), "the commit was sent")
+    (commit,) = [x for b in p.bodies for x in b["commits"]]
+    assert commit == {"grant_id": bound.grant.id, "request_id": "req-1", "num_tokens": 10,
+                      "block_ids": bound.blocks, "lease_slot": bound.slot, "lease_nonce": bound.nonce}
+    c.close(5)
+
+
+def test_the_scheduler_thread_takes_and_commits_while_pd_connector_does_not_answer():
+    p = ScriptedP()
+    c = started(p)
+    p.gate.clear()                       # pd-connector stops answering
+    c.abort("gone")                      # the control thread is now stuck in a batch
+    wait_until(lambda: len(p.bodies) >= 1, "first grant recorded")
+    done = threading.Event()
+
+    def scheduler_step():
+        for i in range(5):
+            b = c.take(1)
+            assert b is not None
+            c.commit(b, f"r{i}", 4)
+        done.set()
+
+    t = threading.Thread(target=scheduler_step)
+    t.start()
+    t.join(5)
+    assert done.is_set(), "the scheduler thread waited on pd-connector"
+    p.gate.set()
+    wait_until(lambda: sum(len(b.get("commits", [])) for b in p.bodies) == 5, "all five commits sent once answering")
+    c.close(5)
+
+
+def test_distinct_requests_get_distinct_blocks_and_nonces_and_a_given_back_share_is_reused():
+    c = started(ScriptedP())
+    a, b = c.take(2), c.take(2)
+    assert not set(a.blocks) & set(b.blocks) and a.nonce != b.nonce
+    c.give_back(a)
+    again = c.take(2)
+    assert again.blocks == a.blocks and again.nonce == a.nonce, "an aborted request's share serves the next one"
+    c.close(5)
+
+
+def test_a_refused_commit_is_counted_and_its_grant_is_used_no_more():
+    p = ScriptedP()
+    c = started(p)
+    bound = c.take(1)
+    p.granted.clear()                    # P lost the grant (expired, or restarted)
+    c.commit(bound, "late", 4)
+    wait_until(lambda: c.stats.commits_refused == 1, "the refusal was counted")
+    assert bound.grant.dead and not c.usable(bound)
+    c.close(5)
+
+
+def test_a_failed_batch_sends_its_commits_again():
+    p = ScriptedP()
+    c = started(p)
+    bound = c.take(1)
+    p.fail = PdError(0, "unreachable", "connection refused")
+    c.commit(bound, "retry-me", 4)
+    wait_until(lambda: len([b for b in p.bodies if b.get("commits")]) >= 1, "a first attempt")
+    p.fail = None
+    wait_until(lambda: len([b for b in p.bodies if b.get("commits")]) >= 2, "the commit sent again")
+    c.close(5)
+
+
+def test_a_grant_past_half_its_life_takes_no_new_request_and_goes_back_once_unused():
+    clock = Clock()
+    p = ScriptedP(ttl_ms=100_000)
+    c = started(p, clock=clock)
+    first = c.take(1)
+    clock.now += 60                      # past half of 100 s
+    assert c.usable(first), "params of a share taken earlier may still go out"
+    c.commit(first, "old", 4)
+    second = c.take(1)
+    assert second is None or second.grant.id != first.grant.id, "a retired grant took a new request"
+    wait_until(lambda: any(first.grant.id in b.get("returns", []) for b in p.bodies), "the retired grant given back")
+    c.close(5)
+
+
+def test_with_no_free_blocks_p_is_not_asked_in_a_loop():
+    p = ScriptedP(free_blocks=0)
+    c = PdControl(p, 16, 8, verify=True)
+    c.start()
+    with pytest.raises(RuntimeError, match="granted no blocks"):
+        c.wait_for_credit(1)
+    asked = len(p.bodies)
+    assert asked <= 8, f"{asked} grant requests in one second with nothing free"
+    c.close(5)
+
+
+def test_close_gives_every_grant_back_and_stops_the_thread():
+    p = ScriptedP()
+    c = started(p)
+    gid = c.take(1).grant.id
+    c.close(5)
+    assert any(gid in b.get("returns", []) for b in p.bodies)
+    assert not c.alive(), "the control thread outlived close"

@@ -1,0 +1,115 @@
+"""P's control path against a real pd-connector (packaged jar, role both, real NIXL, on 127.0.0.1): the
+plugin takes granted blocks and a granted slot, its worker copies vLLM's KV into them, the params it
+builds from the grant are pulled by D before P has the commit, and P's export at the commit equals them;
+after the commit the early read releases the lease, and once the plugin closes nothing is held."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import torch
+
+from pd_connector_vllm.client import PdClient
+from pd_connector_vllm.control import PdControl
+from pd_connector_vllm.layout import PdGeometry, write_pd_blocks
+from pd_connector_vllm.specs import LoadSpec, SaveSpec
+from pd_connector_vllm.worker import PdWorker
+
+from pd_service import PdService
+
+L, H, T, D, NB = 2, 2, 4, 8, 8
+SETTINGS = {"pd.model.layers": str(L), "pd.model.kv-heads": str(H), "pd.model.head-dim": str(D),
+            "pd.model.block-tokens": str(T), "pd.model.dtype-bytes": "4", "pd.kv.num-blocks": "32",
+            "pd.role": "both", "pd.consumer.failure-policy": "fail"}
+
+
+@pytest.fixture(scope="module")
+def pd(tmp_path_factory):
+    with PdService(tmp_path_factory.mktemp("pd"), "pd-control-test", SETTINGS) as service:
+        yield service
+
+
+def status(service):
+    with urllib.request.urlopen(service.url + "/v1/status", timeout=5) as r:
+        return json.load(r)
+
+
+def p_lease_state(service, request_id):
+    try:
+        with urllib.request.urlopen(f"{service.url}/v1/producer/requests/{request_id}", timeout=5) as r:
+            return json.load(r)["state"]
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
+
+
+def metric(service, name):
+    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{service.name} exports no {name}")
+
+
+def wait_until(condition, what, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def caches(seed=None):
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    make = (lambda: torch.randn(NB, H, T, 2 * D, generator=gen)) if gen else (lambda: torch.zeros(NB, H, T, 2 * D))
+    return {f"model.layers.{i}.self_attn.attn": make() for i in range(L)}
+
+
+def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_commit_releases_the_lease(pd):
+    client = PdClient(pd.url)
+    layout = client.kv_layout()
+    assert layout["lease_verification"] is True
+    control = PdControl(PdClient(pd.url), 12, 4, verify=True)
+    control.start()
+    control.wait_for_credit(20)
+
+    p_kv = caches(seed=5)
+    p_worker = PdWorker(client, 0, 1, 1)
+    p_worker.register(p_kv, layout)
+    bound = control.take(3)
+    assert bound is not None
+    p_worker.save([SaveSpec("c-1", "c-1", [6, 2, 4], bound.blocks, 10, bound.grant.rank_files, bound.grant.id)])
+    params = control.params(bound, "c-1", 10)
+    assert p_lease_state(pd, "c-1") is None, "P has no lease for the request before the commit"
+
+    d_kv = caches()
+    d_worker = PdWorker(PdClient(pd.url), 0, 1, 1)
+    d_worker.register(d_kv, layout)
+    d_worker.start_loads([LoadSpec("c-1", "c-1", list(range(10)), params, [1, 7, 3], 0)], [])
+    wait_until(lambda: "c-1" in d_worker._results.finished, "D's load finished")
+    results = d_worker.take_results()
+    assert results.failed == {}, results.failed
+    g = PdGeometry.from_layout(layout)
+    sent = torch.zeros(3, *g.block_shape())
+    write_pd_blocks(list(p_kv.values()), [6, 2, 4], sent, [0, 1, 2])
+    got = torch.zeros(3, *g.block_shape())
+    write_pd_blocks(list(d_kv.values()), [1, 7, 3], got, [0, 1, 2])
+    assert torch.equal(sent, got), "D's blocks hold exactly what P's worker copied into the granted blocks"
+
+    assert metric(pd, "pd_early_notifications_total") == 1, "P kept D's read notification for the commit"
+    control.commit(bound, "c-1", 10)
+    wait_until(lambda: metric(pd, "pd_credit_commits_total") == 1, "P got the commit")
+    assert control.stats.commits_refused == 0
+    wait_until(lambda: metric(pd, "pd_leases_released_by_readers_total") == 1,
+               "the early read released the lease at the commit")
+    assert p_lease_state(pd, "c-1") is None
+    control.close(10)
+    p_worker.shutdown()
+    d_worker.shutdown()
+    wait_until(lambda: status(pd)["producer"]["blocks_in_use"] == 0, "every granted block back after close")
+    s = status(pd)
+    assert (s["producer"]["leases_live"], s["producer"]["slots_in_use"], s["consumer"]["blocks_in_use"]) == (0, 0, 0), s
