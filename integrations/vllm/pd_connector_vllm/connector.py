@@ -17,7 +17,7 @@ key                           default    meaning
 ``pd_pull_timeout_s``         150        deadline of a pull (above pd.consumer.pull-timeout, 120 s)
 ``pd_connect_timeout_s``      60         how long start-up waits for pd-connector to answer
 ``pd_load_threads``           8          concurrent pulls on D
-``pd_credit_blocks``          0 (auto)   P: pd-connector blocks to hold granted (auto: half its blocks)
+``pd_credit_blocks``          0 (auto)   P: pd-connector blocks to hold granted (auto: all of them)
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
 ============================  =========  ================================================================
@@ -107,7 +107,9 @@ class PdSettings:
         """P's control path when the pd-connector beside this instance is a producer, else None."""
         if layout.get("role") not in ("producer", "both"):
             return None
-        blocks = self.credit_blocks or max(1, int(layout["num_blocks"]) // 2)
+        # Auto: every block pd-connector has free. Beside vLLM the plugin is P's only writer, and blocks held
+        # under leases come back into the grant as decoders release them.
+        blocks = self.credit_blocks or max(1, int(layout["num_blocks"]))
         verify = bool(layout.get("lease_verification", True))
         return PdControl(self.client(), blocks, self.credit_leases or blocks, verify, self.timing_level())
 

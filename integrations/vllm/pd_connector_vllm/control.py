@@ -80,6 +80,7 @@ class PdControl:
         self._clock = clock
         self._cond = threading.Condition()
         self._grants: list[Grant] = []
+        self._current: Grant | None = None  # the grant topped up (``extend``) while it is young
         self._commits: list[dict[str, Any]] = []
         self._aborts: list[str] = []
         self._returns: list[str] = []
@@ -189,6 +190,9 @@ class PdControl:
                     body["grant"] = {
                         "blocks": max(self._short, self._target_blocks - sum(len(g.blocks) for g in usable)),
                         "leases": max(0, self._target_leases - sum(len(g.leases) for g in usable))}
+                    current = self._current
+                    if current is not None and not current.dead and now < current.retire_at:
+                        body["grant"]["extend"] = current.id
                     self._asking = True
             self._send(body, ask)
 
@@ -219,6 +223,10 @@ class PdControl:
                 g = answer.get("grant")
                 if g is not None:
                     self._add_grant(g, sent_at)
+                elif answer.get("grant_refused"):
+                    log.info("pd-connector refused the grant (%s); the next one is a new grant",
+                             answer["grant_refused"].get("detail"))
+                    self._current = None
                 if g is None or len(g["block_ids"]) < body["grant"]["blocks"]:
                     self._next_ask_at = self._clock() + 0.25  # P is short of free blocks: ask again later
             for result in answer.get("commits") or ():
@@ -229,6 +237,11 @@ class PdControl:
                     log.warning("abort of %s: %s %s", result.get("id"), result.get("reason"), result.get("detail"))
 
     def _add_grant(self, g: dict[str, Any], sent_at: float) -> None:
+        extended = next((x for x in self._grants if x.id == str(g["grant_id"])), None)
+        if extended is not None:  # what was added to the grant being topped up
+            extended.blocks.extend(int(b) for b in g["block_ids"])
+            extended.leases.extend((int(x["slot"]), int(x["nonce"])) for x in g["leases"])
+            return
         ttl = float(g["expires_in_ms"]) / 1000.0
         grant = Grant(str(g["grant_id"]), [int(b) for b in g["block_ids"]],
                       [(int(x["slot"]), int(x["nonce"])) for x in g["leases"]],
@@ -237,7 +250,8 @@ class PdControl:
         if not grant.blocks or (self._verify and not grant.leases):
             self._returns.append(grant.id)  # too little was free to bind any request: nothing to hold
             return
-        self._grants.append(grant)
+        self._grants.insert(0, grant)  # take() looks at the grant being topped up first
+        self._current = grant
         self._first_grant.set()
 
     def _refused(self, result: dict[str, Any], body: dict[str, Any]) -> None:

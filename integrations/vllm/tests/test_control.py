@@ -54,8 +54,12 @@ class ScriptedP:
                 for _ in range(body["grant"]["leases"]):
                     leases.append({"slot": len(leases), "nonce": self.next_nonce})
                     self.next_nonce += 1
-                gid = f"g1-{len(self.granted) + len(self.bodies)}"
-                self.granted[gid] = blocks
+                gid = body["grant"].get("extend") or f"g1-{len(self.granted) + len(self.bodies)}"
+                if body["grant"].get("extend") and gid not in self.granted:
+                    answer["grant_refused"] = {"id": "grant", "status": 409, "reason": "wrong-state", "detail": "gone"}
+                    self.free[:0] = blocks
+                    return answer
+                self.granted.setdefault(gid, []).extend(blocks)
                 answer["grant"] = {"grant_id": gid, "block_ids": blocks, "leases": leases,
                                    "expires_in_ms": self.ttl_ms, "block_bytes": 64,
                                    "ranks": [{"rank": 0, "kv_file": "/dev/shm/pd-p0-r0.kv", "region_bytes": 6400}],
@@ -171,6 +175,19 @@ def test_a_grant_past_half_its_life_takes_no_new_request_and_goes_back_once_unus
     second = c.take(1)
     assert second is None or second.grant.id != first.grant.id, "a retired grant took a new request"
     wait_until(lambda: any(first.grant.id in b.get("returns", []) for b in p.bodies), "the retired grant given back")
+    c.close(5)
+
+
+def test_the_credit_is_topped_up_in_the_same_grant_and_a_refused_extension_starts_a_new_one():
+    p = ScriptedP(free_blocks=40)
+    c = started(p, blocks=8, leases=4)
+    first = c.take(6)
+    wait_until(lambda: any(b.get("grant", {}).get("extend") == first.grant.id for b in p.bodies), "an extension asked")
+    wait_until(lambda: len(first.grant.blocks) >= 4, "the extension's blocks joined the grant")
+    p.granted.clear()                    # P no longer holds it
+    c.take(len(first.grant.blocks))      # run the grant low again: the next extension is refused
+    wait_until(lambda: len({b["grant"].get("extend") for b in p.bodies if "grant" in b} - {None}) >= 1
+               and any("grant" in b and "extend" not in b["grant"] for b in p.bodies[2:]), "a new grant asked")
     c.close(5)
 
 

@@ -20,7 +20,7 @@ import org.eclipse.microprofile.openapi.annotations.media.Schema;
  */
 public record EngineBatchRequest(
         @Valid GrantAsk grant,
-        @Valid @Size(max = MAX_ITEMS) List<@NotNull @Valid CommitItem> commits,
+        @Size(max = MAX_ITEMS) List<@NotNull @Valid CommitItem> commits,
         @Size(max = MAX_ITEMS) List<@NotBlank @Pattern(regexp = RequestIds.PATTERN) String> aborts,
         @Size(max = MAX_ITEMS) List<@NotBlank @Size(max = 64) String> returns) {
 
@@ -33,8 +33,12 @@ public record EngineBatchRequest(
         returns = returns == null ? List.of() : returns;
     }
 
-    /** Up to {@code blocks} blocks and {@code leases} lease slots; P grants fewer when fewer are free. */
-    public record GrantAsk(@NotNull @Min(0) Integer blocks, @NotNull @Min(0) Integer leases) {
+    /**
+     * Up to {@code blocks} blocks and {@code leases} lease slots; P grants fewer when fewer are free. With
+     * {@code extend}, into that open grant (the answer lists what was added), else a new grant.
+     */
+    public record GrantAsk(@NotNull @Min(0) Integer blocks, @NotNull @Min(0) Integer leases,
+            @Size(max = 64) String extend) {
     }
 
     /**

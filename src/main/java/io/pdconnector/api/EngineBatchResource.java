@@ -54,11 +54,13 @@ public class EngineBatchResource {
                 .map(id -> Item.submit(id, () -> producer.submitAbort(id))).toList();
         List<Item<Boolean>> returns = request.returns().stream()
                 .map(id -> Item.submit(id, () -> producer.submitReturn(id))).toList();
-        CompletableFuture<CreditGrant> grant = request.grant() == null ? null
-                : producer.submitGrant(request.grant().blocks(), request.grant().leases());
+        Item<CreditGrant> grant = request.grant() == null ? null : Item.submit("grant", () -> producer.submitGrant(
+                request.grant().blocks(), request.grant().leases(), request.grant().extend()));
         long deadlineAt = System.nanoTime() + producer.deadline().toNanos();
+        EngineBatchResponse.ItemResult granted = grant == null ? null : grant.result(left(deadlineAt), g -> 200, g -> null);
         return new EngineBatchResponse(
-                grant == null ? null : EngineBatchResponse.Grant.of(Deadlines.await(grant, left(deadlineAt), "grant")),
+                granted == null || granted.status() != 200 ? null : EngineBatchResponse.Grant.of(grant.future().join()),
+                granted == null || granted.status() == 200 ? null : granted,
                 commits.stream().map(i -> i.result(left(deadlineAt), params -> 200, KvTransferParams::toMap)).toList(),
                 aborts.stream().map(i -> i.result(left(deadlineAt), v -> 204, v -> null)).toList(),
                 returns.stream().map(i -> i.result(left(deadlineAt), held -> held ? 204 : 404, v -> null)).toList());

@@ -34,10 +34,13 @@ final class Credit {
     private final Map<Long, List<EarlyRead>> earlyReads = new LinkedHashMap<>();
     private boolean closing;
 
-    Credit(String id, int[] blockIds, long expiresAtMillis) {
+    Credit(String id, long expiresAtMillis) {
         this.id = id;
         this.expiresAtMillis = expiresAtMillis;
-        for (int b : blockIds) {
+    }
+
+    void addBlocks(int[] ids) {
+        for (int b : ids) {
             blocks.add(b);
         }
     }

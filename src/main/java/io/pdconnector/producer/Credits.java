@@ -26,10 +26,14 @@ final class Credits {
     private final LeaseExit exit;
     private final Map<String, Credit> byId = new LinkedHashMap<>();
     private final List<ProducerCommand.Grant> pending = new ArrayList<>();
-    private final Map<Credit, ProducerCommand.Grant> granting = new LinkedHashMap<>();
+    private final Map<Credit, Granting> granting = new LinkedHashMap<>();
     private final List<ProducerCommand.ReturnCredit> returning = new ArrayList<>();
     private ReadReplay replay = (lease, read) -> { };
     private long granted;
+
+    /** What one grant command added to its grant this step, answered after {@link SlotOps}. */
+    private record Granting(ProducerCommand.Grant command, int[] blocks, List<Lease> placeholders) {
+    }
 
     /** Applies an early read to the lease it was meant for, as if it arrived now ({@link NotificationInbox}). */
     interface ReadReplay {
@@ -50,24 +54,39 @@ final class Credits {
         pending.add(grant);
     }
 
-    /** Before {@link SlotOps}: as many of the asked blocks and slots as are free (none is an answer too). */
+    /**
+     * Before {@link SlotOps}: as many of the asked blocks and slots as are free (none is an answer too),
+     * into a new grant or the open grant being extended; an extension of a grant that is not open is refused.
+     */
     int schedule(long now) {
         int n = 0;
         for (ProducerCommand.Grant g : pending) {
+            Credit credit = g.extend() == null ? null : byId.get(g.extend());
+            if (g.extend() != null && (credit == null || credit.closing() || now >= credit.expiresAtMillis()
+                    || granting.containsKey(credit))) {
+                g.reply().completeExceptionally(new StateConflictException(null, "grant " + g.extend() + " is not"
+                        + " open (unknown, returned, expired or being extended): ask for a new grant"));
+                continue;
+            }
+            if (credit == null) {
+                String id = "g" + state.nonces.epoch() + "-" + (++granted);
+                credit = new Credit(id, now + state.config.reservationTimeout().toMillis());
+                byId.put(id, credit);
+            }
             int blocks = Math.min(g.blocks(), state.blocks.freeCount());
             int[] ids = blocks == 0 ? new int[0] : state.blocks.allocate(blocks);
-            String id = "g" + state.nonces.epoch() + "-" + (++granted);
-            Credit credit = new Credit(id, ids, now + state.config.reservationTimeout().toMillis());
+            credit.addBlocks(ids);
             int leases = state.config.leaseVerification() ? Math.min(g.leases(), state.slots.freeCount()) : 0;
+            List<Lease> added = new ArrayList<>();
             for (int i = 0; i < leases; i++) {
                 OptionalInt slot = state.slots.acquire();
-                Lease placeholder = state.leases.reserve(Credit.placeholderId(id, slot.getAsInt()), new int[0], 0,
-                        slot.getAsInt(), state.nonces.next());
+                Lease placeholder = state.leases.reserve(Credit.placeholderId(credit.id(), slot.getAsInt()),
+                        new int[0], 0, slot.getAsInt(), state.nonces.next());
                 state.ranks.forEach(r -> r.queueWrite(placeholder));
                 credit.addPlaceholder(placeholder);
+                added.add(placeholder);
             }
-            byId.put(id, credit);
-            granting.put(credit, g);
+            granting.put(credit, new Granting(g, ids, added));
             n++;
         }
         pending.clear();
@@ -80,20 +99,21 @@ final class Credits {
      */
     int answer(long now) {
         int n = 0;
-        for (Map.Entry<Credit, ProducerCommand.Grant> e : granting.entrySet()) {
+        for (Map.Entry<Credit, Granting> e : granting.entrySet()) {
             Credit credit = e.getKey();
+            Granting g = e.getValue();
             try {
-                for (Lease placeholder : credit.placeholders()) {
+                for (Lease placeholder : g.placeholders()) {
                     exporter.requireSlotWrittenOnEveryRank(placeholder);
                     placeholder.moveTo(LeaseState.SLOT_WRITTEN);
                     placeholder.startWriting(Long.MAX_VALUE); // the grant's deadline governs it, not the reaper
                 }
-                e.getValue().reply().complete(grantOf(credit, now));
+                g.command().reply().complete(grantOf(credit, g, now));
                 state.counters.creditsGranted.incrementAndGet();
             } catch (RuntimeException bug) {
                 LOG.errorf(bug, "grant %s failed in the step; it is taken back", credit.id());
                 credit.close();
-                e.getValue().reply().completeExceptionally(bug);
+                g.command().reply().completeExceptionally(bug);
             }
             n++;
         }
@@ -219,7 +239,7 @@ final class Credits {
     /** Shutdown: unanswered grants fail, every grant closes; the loop's own exit of every lease zeroes their slots. */
     void closeAll(RuntimeException closing) {
         pending.forEach(g -> g.reply().completeExceptionally(closing));
-        granting.values().forEach(g -> g.reply().completeExceptionally(closing));
+        granting.values().forEach(g -> g.command().reply().completeExceptionally(closing));
         returning.forEach(r -> r.reply().completeExceptionally(closing));
         pending.clear();
         granting.clear();
@@ -243,8 +263,8 @@ final class Credits {
         return credit;
     }
 
-    private CreditGrant grantOf(Credit credit, long now) {
-        List<CreditGrant.GrantedLease> leases = credit.placeholders().stream()
+    private CreditGrant grantOf(Credit credit, Granting added, long now) {
+        List<CreditGrant.GrantedLease> leases = added.placeholders().stream()
                 .map(l -> new CreditGrant.GrantedLease(l.slot(), l.nonce())).toList();
         var config = state.config;
         Map<String, Object> template = new LinkedHashMap<>();
@@ -255,7 +275,7 @@ final class Credits {
         template.put("remote_port", config.port());
         template.put("tp_size", config.tpSize());
         template.put("transfer_mode", KvTransferParams.PULL);
-        return new CreditGrant(credit.id(), credit.blockIds(), leases, credit.expiresAtMillis() - now,
+        return new CreditGrant(credit.id(), added.blocks(), leases, credit.expiresAtMillis() - now,
                 state.ranks.getFirst().blockBytes(), state.ranks.stream().map(ProducerRank::region).toList(),
                 template);
     }

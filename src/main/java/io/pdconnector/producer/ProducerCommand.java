@@ -44,8 +44,12 @@ sealed interface ProducerCommand extends LoopCommand {
     record Abort(String requestId, CompletableFuture<Void> reply) implements ProducerCommand {
     }
 
-    /** Blocks and lease slots for an engine to bind requests to itself ({@link Credit}). */
-    record Grant(int blocks, int leases, CompletableFuture<CreditGrant> reply) implements ProducerCommand {
+    /**
+     * Blocks and lease slots for an engine to bind requests to itself ({@link Credit}): a new grant, or
+     * more for the open grant {@code extend} names (null: a new one), so an engine tops up one grant
+     * instead of splitting its credit over many.
+     */
+    record Grant(int blocks, int leases, String extend, CompletableFuture<CreditGrant> reply) implements ProducerCommand {
     }
 
     /** Binds a request to granted blocks and a granted slot and exports its lease. */

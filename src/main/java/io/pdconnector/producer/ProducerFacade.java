@@ -109,11 +109,19 @@ public final class ProducerFacade {
      * engine binds requests to by itself ({@link #commit}); completes once every granted slot holds its nonce.
      */
     public CompletableFuture<CreditGrant> submitGrant(int blocks, int leases) {
+        return submitGrant(blocks, leases, null);
+    }
+
+    /**
+     * As {@link #submitGrant(int, int)}, into the open grant {@code extend} (same deadline); the answer lists
+     * only what was added. A grant that is unknown, returned or expired is refused (409).
+     */
+    public CompletableFuture<CreditGrant> submitGrant(int blocks, int leases, String extend) {
         if (blocks < 0 || leases < 0 || blocks > config.numBlocks() || leases > config.effectiveLeaseSlots()) {
             throw InvalidInputException.of("a grant asks for 0.." + config.numBlocks() + " blocks and 0.."
                     + config.effectiveLeaseSlots() + " lease slots, got " + blocks + " and " + leases);
         }
-        return commands.submit(reply -> new ProducerCommand.Grant(blocks, leases, reply));
+        return commands.submit(reply -> new ProducerCommand.Grant(blocks, leases, extend, reply));
     }
 
     public CreditGrant grant(int blocks, int leases) {

@@ -43,6 +43,7 @@ class AuthQuarkusTest {
             Map.entry("GET /v1/models", Set.of("router")),
             Map.entry("POST /v1/route", Set.of("router")),
             Map.entry("POST /v1/producer/requests", Set.of("engine")),
+            Map.entry("POST /v1/producer/batch", Set.of("engine")),
             Map.entry("PUT /v1/producer/requests/{id}/kv", Set.of("engine")),
             Map.entry("POST /v1/producer/requests/{id}/finish", Set.of("engine")),
             Map.entry("GET /v1/consumer/requests/{id}/kv", Set.of("engine")),

@@ -254,6 +254,26 @@ class EngineCreditTest {
         cluster.assertNoLeak();
     }
 
+    /** An engine tops one grant up: the answer lists what was added, and a commit may take blocks of both. */
+    @Test
+    void anExtensionAddsBlocksAndSlotsToTheSameGrant_andAGrantNoLongerOpenCannotBeExtended() {
+        ProducerFixture p = producer(1);
+        CreditGrant g = grant(p, 1, 1);
+        CreditGrant more = cluster.await(p.facade().submitGrant(2, 1, g.creditId()));
+        assertEquals(g.creditId(), more.creditId());
+        assertEquals(2, more.blockIds().length, "only the added blocks");
+        assertEquals(1, more.leases().size());
+        assertEquals(more.leases().getFirst().nonce(), p.slotValue(0, more.leases().getFirst().slot()), "L2");
+        int[] both = {g.blockIds()[0], more.blockIds()[0], more.blockIds()[1]};
+        CreditGrant.GrantedLease l = more.leases().getFirst();
+        assertEquals(3, cluster.await(p.facade().submitCommit(
+                new Commit(g.creditId(), "wide", 12, both, l.slot(), l.nonce()))).remoteBlockIds().getFirst().size());
+        assertTrue(cluster.await(p.facade().submitReturn(g.creditId())));
+        assertThrows(StateConflictException.class, () -> cluster.await(p.facade().submitGrant(1, 1, g.creditId())));
+        cluster.await(p.facade().submitAbort("wide"));
+        cluster.assertNoLeak();
+    }
+
     @Test
     void aGrantTakesOnlyWhatIsFree_andAReservationStillGetsTheRest() {
         ProducerFixture p = producer(1);
