@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# P prefill-only throughput: vLLM alone, with stock NixlConnector, with the plugin (bench/vllm_prefill_bench.py, options there).
+# Installs vLLM once
+# (integrations/vllm/scripts/setup-vllm.sh) and needs the packaged service (./mvnw -B -ntp package -DskipTests)
+# and NIXL (scripts/fetch-nixl.sh). Everything runs on 127.0.0.1; every process is stopped at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+export PD_CONNECTOR_JAR=${PD_CONNECTOR_JAR:-$root/target/quarkus-app/quarkus-run.jar}
+export PD_NIXL_HOME=${PD_NIXL_HOME:-${PD_NIXL_CACHE:-$root/.cache/nixl}/nixl-cu12-1.5.1}
+setup_out=$(bash integrations/vllm/scripts/setup-vllm.sh)
+export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' <<<"$setup_out")
+export PD_VLLM_MODEL=${PD_BENCH_MODEL:-$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")}  # PD_BENCH_MODEL: another model dir
+export PD_E2E_LOGS=${PD_E2E_LOGS:-$root/target/vllm-bench/logs}
+exec "$PD_VLLM_PYTHON" bench/vllm_prefill_bench.py "$@"

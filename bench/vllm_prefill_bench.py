@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""P's prefill-only throughput: one vLLM instance with no connector, with vLLM's own NixlConnector, and with the
+pd-connector plugin beside a producer pd-connector, each fleet started alone, the same requests to each.
+
+    bench/vllm-prefill.sh [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
+                          [--fleets none,stock,plugin]   (PD_VLLM_MODEL selects the model, e.g. the Qwen geometry)
+
+Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
+`kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
+so stock P and pd-connector hold it until their lease (5 s here) runs out. Reported per fleet and concurrency:
+requests/s (requests over the batch's wall time, `c` clients each sending one request after another), latency
+p50, CPU seconds per request of the fleet's processes (vLLM's server and engine core, pd-connector's JVM), and
+for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines) and
+the KV bytes D-facing HTTP carried (none: P's engine path has no KV read-out). Ratios against no connector.
+Writes target/vllm-bench/prefill.json.
+"""
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "integrations/vllm/e2e"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import openai  # noqa: E402
+
+from fleet import PLUGIN_CLASS, PLUGIN_MODULE, Fleet, metric  # noqa: E402
+from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
+from workload import MODEL, token_prompt  # noqa: E402
+
+REQUEST_TIMEOUT_S = 120.0
+BATCH_DEADLINE_S = 900.0
+LEASE_S = 5
+SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no params), sched ([0-9.]+) ms")
+
+
+def start(fleet: Fleet, kind: str):
+    if kind == "none":
+        return fleet.vllm("p", None), None
+    if kind == "stock":
+        return fleet.stock_vllm("p", lease_s=LEASE_S), None
+    pd = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=1024)
+    config = {"kv_connector": PLUGIN_CLASS, "kv_connector_module_path": PLUGIN_MODULE, "kv_role": "kv_both",
+              "kv_buffer_device": "cpu", "kv_connector_extra_config": {"pd_url": pd.url, "pd_log_timings": True}}
+    return fleet.vllm("p", config), pd
+
+
+def batch(url: str, prompts, concurrency: int):
+    queue = list(prompts)
+    lock = threading.Lock()
+    latencies, errors, without_params = [], [], []
+
+    def client_loop():
+        c = openai.OpenAI(base_url=url + "/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
+        while True:
+            with lock:
+                if not queue:
+                    return
+                seed, prompt = queue.pop(0)
+            t0 = time.perf_counter()
+            try:
+                r = c.completions.create(model=MODEL, prompt=prompt, max_tokens=1, temperature=0,
+                                         extra_body={"kv_transfer_params": {"do_remote_decode": True}})
+            except Exception as e:  # noqa: BLE001 - counted, the batch goes on
+                with lock:
+                    errors.append(f"{seed}: {e}")
+                continue
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+                params = getattr(r, "kv_transfer_params", None) or (r.model_extra or {}).get("kv_transfer_params")
+                if not params or not params.get("do_remote_prefill"):
+                    without_params.append(seed)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client_loop, daemon=True) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(1.0, BATCH_DEADLINE_S - (time.perf_counter() - t0)))
+    if any(t.is_alive() for t in threads):
+        raise RuntimeError(f"a batch did not finish within {BATCH_DEADLINE_S} s")
+    return latencies, time.perf_counter() - t0, errors, without_params
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=48, help="measured requests per fleet and concurrency")
+    parser.add_argument("--warmup", type=int, default=8, help="unmeasured requests per fleet first")
+    parser.add_argument("--concurrency", default="1,16")
+    parser.add_argument("--prompt-tokens", type=int, default=300)
+    parser.add_argument("--fleets", default="none,stock,plugin")
+    args = parser.parse_args(argv)
+    levels = [int(x) for x in args.concurrency.split(",")]
+    fleets = args.fleets.split(",")
+    if not (1 <= args.requests <= 2000 and 0 <= args.warmup <= 2000 and all(1 <= c <= 64 for c in levels)):
+        parser.error("--requests 1..2000, --warmup 0..2000, concurrency 1..64")
+    if set(fleets) - {"none", "stock", "plugin"}:
+        parser.error("--fleets takes none, stock, plugin")
+
+    started = time.perf_counter()
+    rows = []
+    for kind in fleets:
+        with Fleet(f"prefill-{kind}") as fleet:
+            p, pd = start(fleet, kind)
+            seed = 900_000
+            batch(p.url, [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(args.warmup)], 1)
+            for c in levels:
+                seed = 1_000_000 * (1 + levels.index(c))  # the same prompts for every fleet, none seen before
+                prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(args.requests)]
+                log_from = p.process.log_path.stat().st_size
+                cpu0 = session_cpu_seconds(fleet_sessions(fleet))
+                latencies, wall, errors, without = batch(p.url, prompts, c)
+                cpu = session_cpu_seconds(fleet_sessions(fleet)) - cpu0
+                if not latencies:
+                    raise RuntimeError(f"{kind} c={c}: no request answered ({errors[:3]})")
+                row = {"fleet": kind, "c": c, "requests": len(latencies), "errors": len(errors),
+                       "requests_per_s": round(len(latencies) / wall, 2),
+                       "latency_p50_ms": round(percentile(latencies, 50) * 1000, 1),
+                       "cpu_s_per_request": round(cpu / max(1, len(latencies)), 4),
+                       "answers_without_params": len(without) if kind != "none" else None}
+                if kind == "plugin":
+                    with open(p.process.log_path, errors="replace") as f:
+                        f.seek(log_from)
+                        sched = [float(m.group(2)) for m in SCHED_LINE.finditer(f.read())]
+                    row["sched_ms_p50"] = round(percentile(sched, 50), 4) if sched else None
+                    row["sched_ms_p99"] = round(percentile(sched, 99), 4) if sched else None
+                    row["sched_samples"] = len(sched)
+                    row["pd_kv_readouts"] = metric(pd, "http_server_requests_seconds_count",
+                                                   {"uri": "/v1/consumer/requests/{id}/kv"})
+                    row["pd_batches"] = metric(pd, "http_server_requests_seconds_count", {"uri": "/v1/producer/batch"})
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    base = {r["c"]: r for r in rows if r["fleet"] == "none"}
+    print(f"\n{'fleet':7} {'c':>3} {'req/s':>7} {'vs none':>8} {'p50 ms':>8} {'cpu s/req':>10} {'sched p50/p99 ms':>17}")
+    for r in rows:
+        ratio = r["requests_per_s"] / base[r["c"]]["requests_per_s"] if r["c"] in base else float("nan")
+        r["requests_per_s_vs_none"] = round(ratio, 3)
+        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] == "plugin" else ""
+        print(f"{r['fleet']:7} {r['c']:>3} {r['requests_per_s']:>7.1f} {ratio:>8.2f} {r['latency_p50_ms']:>8.1f} "
+              f"{r['cpu_s_per_request']:>10.4f} {sched:>17}")
+    out = REPO / "target/vllm-bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "prefill.json").write_text(json.dumps({"prompt_tokens": args.prompt_tokens, "rows": rows}, indent=2) + "\n")
+    print(f"took {time.perf_counter() - started:.0f} s; results in {out / 'prefill.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
