@@ -2,6 +2,7 @@ package io.pdconnector.producer;
 
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UnavailableException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.LeaseNotification;
 import java.util.ArrayList;
@@ -66,6 +67,11 @@ final class Credits {
                     || granting.containsKey(credit))) {
                 g.reply().completeExceptionally(new StateConflictException(null, "grant " + g.extend() + " is not"
                         + " open (unknown, returned, expired or being extended): ask for a new grant"));
+                continue;
+            }
+            if (credit == null && (g.blocks() == 0 || state.blocks.freeCount() == 0)) {
+                g.reply().completeExceptionally(UnavailableException.noFreeBlocks("a grant needs at least one block; "
+                        + state.blocks.freeCount() + " of " + state.blocks.capacity() + " are free"));
                 continue;
             }
             if (credit == null) {

@@ -282,6 +282,7 @@ class EngineCreditTest {
         assertEquals(capacity - 2, g.blockIds().length);
         CreditGrant rest = grant(p, 5, 1);
         assertEquals(2, rest.blockIds().length, "only two blocks were left");
+        assertThrows(io.pdconnector.error.UnavailableException.class, () -> grant(p, 1, 1), "no block is free: no grant");
         assertTrue(cluster.await(p.facade().submitReturn(rest.creditId())));
         cluster.steps(2);
         Reservation r = cluster.await(p.facade().submitReserve("r", 8));
