@@ -8,8 +8,9 @@
 #        ```bash ci                     every command in it is one scripts/test (or .ci/run) runs;
 #        ```bash needs=WHAT             it needs what CI has not: cluster, gpu, docker or bench (a
 #                                       benchmark: minutes on a quiet machine).
-#   2. Relative links and images resolve, to a file and to a heading of it; every file under docs/load/
-#      and docs/step/ is referenced; every test class the docs name exists under src/test/java.
+#   2. Relative links and images resolve, to a file and to a heading of it, and so do the alert rules'
+#      runbook annotations in k8s/; every file under docs/load/ and docs/step/ is referenced; every test
+#      class the docs name exists under src/test/java.
 #   3. README.md is at most 300 lines; README.md, docs/ and CHANGELOG.md name no internal issue numbers and
 #      no development sessions; no file of the repository names a path of a development machine.
 #   4. Starts the service with scripts/run (as the README's walk-through does), runs every `run` block,
@@ -145,6 +146,16 @@ for path, (_, prose) in parsed.items():
             referenced.add(ref if ref.startswith("docs/") else f"docs/{ref}")
     for _, _, text in parsed[path][0]:
         referenced.update(re.findall(r"docs/(?:load|step)/[\w.-]+", text))
+# The alerts' runbook annotations point at a page and one of its headings.
+for rules in sorted(Path("k8s").rglob("*.yaml")):
+    for n, line in enumerate(rules.read_text().splitlines(), 1):
+        m = re.search(r"\brunbook:\s*(\S+)", line)
+        if m:
+            file, _, anchor = m.group(1).partition("#")
+            if not Path(file).exists():
+                err(f"{rules}:{n}", f"runbook {m.group(1)}: no such file")
+            elif anchor and anchor not in anchors_of(Path(file)):
+                err(f"{rules}:{n}", f"runbook {m.group(1)}: {file} has no heading #{anchor}")
 for d in ("docs/load", "docs/step"):
     for f in sorted(Path(d).glob("*")) if Path(d).is_dir() else []:
         if f.as_posix() not in referenced:
