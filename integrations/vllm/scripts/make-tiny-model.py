@@ -7,7 +7,7 @@ The same seed gives the same files, byte for byte (the script prints a digest of
 byte-level BPE tokenizer trained with `tokenizers` on a corpus built into this script, and random weights
 saved as safetensors. The weights are normal with std 0.3 rather than the usual 0.02: with small weights the
 next token hardly depends on the context, and the end-to-end tests must see a decode from the wrong KV give
-a different answer than the reference (docs: /work/shared/VLLM-NOTES.md, "A model without the hub").
+a different answer than the reference (docs/vllm.md, "The CI stage").
 
 Geometry (what a pd-connector beside a vLLM instance serving this model must be configured with):
 2 layers, 2 KV heads, head dim 32. The weights are stored as float32, but vLLM's CPU backend serves a float32

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * With {@code pd.metrics.prefix=vllm:}, {@code /q/metrics} carries vLLM 0.32's NIXL connector families by
- * their upstream names and types, as listed in the README (the list an operator reads), and no other
+ * their upstream names and types, as listed in docs/operations.md (the list an operator reads), and no other
  * {@code nixl_} family than the project's own listed beside it, each labelled {@code model_name} and {@code engine}
  * as upstream labels them: a dashboard built for vLLM works unchanged.
  */
@@ -33,7 +33,7 @@ class UpstreamMetricNamesQuarkusTest {
     @Test
     void everyUpstreamNixlFamilyIsExportedByItsNameAndType() throws IOException {
         Map<String, String> upstream = readmeTable("vllm-0.32-nixl-metrics");
-        assertEquals(8, upstream.size(), "the README lists vLLM 0.32's eight NIXL families: " + upstream);
+        assertEquals(8, upstream.size(), "docs/operations.md lists vLLM 0.32's eight NIXL families: " + upstream);
         String body = scrape();
         Map<String, String> exported = nixlFamilies(body);
         upstream.forEach((name, type) -> {
@@ -69,16 +69,16 @@ class UpstreamMetricNamesQuarkusTest {
         exported.keySet().removeIf(name -> name.endsWith("_max")
                 && "histogram".equals(listed.get(name.substring(0, name.length() - 4))));
         assertFalse(exported.isEmpty(), "nixl families exported");
-        assertEquals(listed, exported, "exported nixl families are the README's lists");
+        assertEquals(listed, exported, "exported nixl families are the lists of docs/operations.md");
     }
 
-    /** Rows of the README table between {@code <!-- marker:begin -->} and {@code <!-- marker:end -->}. */
+    /** Rows of the docs/operations.md table between {@code <!-- marker:begin -->} and {@code <!-- marker:end -->}. */
     static Map<String, String> readmeTable(String marker) throws IOException {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("docs/operations.md"));
         int begin = readme.indexOf("<!-- " + marker + ":begin -->");
         int end = readme.indexOf("<!-- " + marker + ":end -->");
         if (begin < 0 || end < begin) {
-            throw new AssertionError("README.md has no " + marker + " table");
+            throw new AssertionError("docs/operations.md has no " + marker + " table");
         }
         Map<String, String> rows = new TreeMap<>();
         Matcher m = ROW.matcher(readme.substring(begin, end));
