@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # model/check.sh -- model-check the lease protocol (model/lease.pml) with Spin.
 #
-#   bash model/check.sh                 full model (safety + liveness, 5 configurations) and every mutation
+#   bash model/check.sh                 full model (safety + liveness, 6 configurations) and every mutation
 #   bash model/check.sh --lazy-flood    also re-run the safety checks with a lazy flood (about +40 s CPU)
 #   JOBS=1 bash model/check.sh          run the checks one at a time (default: 2 at a time)
 #
@@ -35,7 +35,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/lease-check.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$TRAILS" "$WORK/results"
 
-CONFIGS=(CFG_REUSE CFG_RESTART CFG_TWO CFG_SCARCE CFG_LIFE)
+CONFIGS=(CFG_REUSE CFG_RESTART CFG_TWO CFG_SCARCE CFG_LIFE CFG_GRANT)
 DEPTH=10000              # pan -m: far above the deepest path (< 120); a run that reaches it fails
 T_ALL=$(date +%s%N)
 
@@ -67,6 +67,8 @@ property() {
     *bad\[*)        echo "received_own_bytes, assert $txt" ;;
     *dOwner\[dblk*) echo "read_into_own_dblock, assert $txt" ;;
     *l==*)          echo "notif_own_attempt, assert $txt" ;;
+    *earlyFrom*)    echo "notif_own_attempt, assert $txt" ;;
+    *"==(3+"*)      echo "copy_into_granted_block, assert $txt" ;;
     *.lost*)        echo "no_spurious_decline, assert $txt" ;;
     *.slot==255*)   echo "notif_own_attempt, assert $txt" ;;
     *)              echo "model sanity, assert $txt" ;;
@@ -131,6 +133,13 @@ MUTATIONS=(
   "L12|safety|-DMUT_L12|CFG_REUSE|P applies a heartbeat to the request id's live lease whatever its nonce"
   "L12B|safety|-DMUT_L12B|CFG_LIFE|heartbeats extend a lease past its maximum lifetime"
   "L13|safety|-DMUT_L13|CFG_REUSE|D frees the D block of a pull that ends early at once, though a block READ of it is in flight"
+  "G1|safety|-DMUT_G1|CFG_GRANT|P answers a grant before every rank wrote its slots' nonces"
+  "G2|safety|-DMUT_G2|CFG_GRANT|the engine hands out a request's params before its copy into the blocks completed"
+  "G3|safety|-DMUT_G3|CFG_GRANT|a closing grant's blocks are freed at once, before its unbound slots are zeroed"
+  "G4|safety|-DMUT_G4|CFG_GRANT|an early read kept on the grant counts at the commit whatever request id it names"
+  "G5|safety|-DMUT_G5|CFG_GRANT|the engine binds a request to one grant's slot and another grant's block (P still refuses such a commit)"
+  "G6|safety|-DMUT_G6|CFG_GRANT|the engine copies into a grant's blocks past its own deadline, when P may have expired and reclaimed the grant"
+  "G7|liveness|-DMUT_G7|CFG_GRANT|P applies a commit to a grant that already closed (expired or returned), though its slot is being zeroed or back in the pool"
 )
 # mutations whose rule the model shows not to be needed on its own (README.md, Findings)
 declare -A EXPECTED_FINDING=(
@@ -165,6 +174,7 @@ mutation() {
   else
     for cfg in "${CONFIGS[@]}"; do           # then every other configuration, depth-first (faster)
       [ "$cfg" = "$first" ] && continue
+      [[ "$m" == G* ]] && break              # the engine path's switches change nothing outside CFG_GRANT
       e="$(mutrun "$m" "$kind" "$defs" "$cfg" dfs)"
       if [ -n "$e" ] && [ "$e" != "0" ] && [ "$e" != build-failed ]; then
         caught="$cfg"
@@ -201,6 +211,7 @@ mutation() {
     echo "# replay:   spin -D$caught $defs -t -p lease.pml   (below: the model's '@' events of that replay)"
     echo "# a0 = request 0 attempt 1, a1 = request 0 attempt 2, a2 = request 1 attempt 1; P<r>/D<r> = P/D rank r;"
     echo "# block content: a+1 = written by attempt a, 9 = flood (another prompt); slot READ: 1 match, 2 mismatch, 3 failed"
+    [ "$caught" = CFG_GRANT ] && echo "# CFG_GRANT: g0/g1 = P's grants to the engine, E = the engine; a0's lease row is g0's placeholder until the commit"
     echo "#"
     echo "# step  process         event"
     schedule "$dir/replay.txt"
@@ -225,10 +236,10 @@ launch() {                                   # launch FUNCTION ARGS... : at most
 }
 
 # the largest runs first, so that two jobs end at about the same time
-for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full liveness "$cfg"; done
-for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full safety "$cfg"; done
+for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE CFG_GRANT; do launch full liveness "$cfg"; done
+for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE CFG_GRANT; do launch full safety "$cfg"; done
 if [ "$LAZY" = 1 ]; then
-  for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE; do launch full lazy "$cfg"; done
+  for cfg in CFG_TWO CFG_REUSE CFG_RESTART CFG_SCARCE CFG_LIFE CFG_GRANT; do launch full lazy "$cfg"; done
 fi
 for entry in "${MUTATIONS[@]}"; do
   IFS='|' read -r m kind defs first what <<<"$entry"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Java mutants: each patch in model/java-mutants/ removes one lease rule (L1-L9, L11-L13) from the Java main
-# code the way the Spin model's MUT_* switch removes it from lease.pml. For each patch this script
+# Java mutants: each patch in model/java-mutants/ removes one lease rule (L1-L9, L11-L13) or one guard of the
+# engine path (G1, G3, G4) from the Java main code the way the Spin model's MUT_* switch removes it from
+# lease.pml. For each patch this script
 # compiles the patched code and runs TrailReplayTest (the model's counterexample trails replayed
 # against the Java loops); a mutant is caught when at least one trail replay fails.
 #
@@ -8,7 +9,7 @@
 #   bash model/java-mutants.sh L3 L8           # only these patches
 #   bash model/java-mutants.sh --compare       # also: do LeaseRulesTest, LeaseTrustRulesTest, ReadQuarantineTest,
 #                                              # RandomizedScheduleTest, RequestIdReuseTest, MidReadLapseTest,
-#                                              # SeedScenarioTest catch it? (report only)
+#                                              # SeedScenarioTest, EngineCreditTest catch it? (report only)
 #
 # Exit status: 0 if every mutant was caught; 1 if one was not caught, a patch no longer applies or does
 # not compile; 2 if the unpatched code does not pass (then no mutant result means anything).
@@ -26,13 +27,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # The NIXL wheel cache: the caller's, or this checkout's own (the copy has no .cache/).
 export PD_NIXL_CACHE=${PD_NIXL_CACHE:-$root/.cache/nixl}
 
-COMPARE_TESTS=LeaseRulesTest,LeaseTrustRulesTest,ReadQuarantineTest,RandomizedScheduleTest,RequestIdReuseTest,MidReadLapseTest,SeedScenarioTest
+COMPARE_TESTS=LeaseRulesTest,LeaseTrustRulesTest,ReadQuarantineTest,RandomizedScheduleTest,RequestIdReuseTest,MidReadLapseTest,SeedScenarioTest,EngineCreditTest
 compare=0
 only=()
 for arg in "$@"; do
   case $arg in
     --compare) compare=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "unknown option $arg" >&2; exit 2 ;;
     *) only+=("$arg") ;;
   esac
@@ -106,6 +107,8 @@ for line in sys.stdin:
                       ("block READ was still in flight", "read_into_own_dblock"),
                       ("no_spurious_decline", "no_spurious_decline"), ("notif_own_attempt", "notif_own_attempt"),
                       ("hb_own_attempt", "hb_own_attempt"), ("lifetime_bounded", "lifetime_bounded"),
+                      ("slot_written_before_grant", "slot_written_before_grant"),
+                      ("copy_into_granted_block", "copy_into_granted_block"),
                       ("still holds something", "nothing held at the end"),
                       ("Java still holds it", "lease not freed where the trail frees it"),
                       ("slot_read_failed without", "no_spurious_decline"), ("which no trail event causes", "no_spurious_decline")):

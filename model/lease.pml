@@ -3,9 +3,11 @@
  * Run everything with: bash model/check.sh   (README.md: what is modelled, properties, results)
  *
  * Processes: LeaseScheduler (P's step loop: LeaseTable, SlotPool, NonceSource, BlockPool, the expiry
- * reaper, heartbeats, finished-sending collection), PRank(r) (P worker rank r: applies the step's slot
- * writes/clears, counts notifications), DReader (D's pull loop: start, decide, notify), DRank(r) (D rank r:
- * block READs and slot READ from P rank r), Router (request-id reuse), Restart (one P restart).
+ * reaper, heartbeats, finished-sending collection; in CFG_GRANT grants, commits and reclaims instead of
+ * prefills), PRank(r) (P worker rank r: applies the step's slot writes/clears, counts notifications),
+ * DReader (D's pull loop: start, decide, notify), DRank(r) (D rank r: block READs and slot READ from P
+ * rank r), Router (request-id reuse), Restart (one P restart), Engine (CFG_GRANT: bind, copy, params,
+ * commit).
  * Request-id reuse as in LeaseScheduler.schedule: P refuses an id while its previous lease is in the table
  * (any state before FREED), so a1 waits until a0 is FREED or dropped by a restart (the router retrying).
  * An abort does what expiry does, and a prefill's lease can be aborted only once exported, where it may
@@ -29,12 +31,20 @@
  *
  *   CFG_LIFE    a0 alone, with a clock: ticks, D heartbeating a0 every tick while its pull waits, and the
  *               lease's maximum lifetime (L12); expiry still may come at any moment, at the latest at exp
+ *   CFG_GRANT   the engine path (issue 23): P grants the engine g0 (a block and a slot, its nonce written
+ *               on every P rank before the grant is answered) and g1 (a block, no slot); the engine binds
+ *               a0 to g0's block and slot, copies its KV, hands the params to D, then sends its commit,
+ *               which P applies late or never (the engine died); a grant closes (expires or is returned)
+ *               at any moment; D may read, decide and notify before the commit, P keeps such early reads
+ *               for the commit; a peer holding a0's nonce under request 1's id sends one read. 1 slot,
+ *               1 D block, no heartbeats.
  * CFG_REUSE, CFG_RESTART and CFG_SCARCE also let D end one pull early (a timeout, an abort, its producer
  * gone) while its block READs may be in flight (L13); CFG_REUSE also has a forger that knows request 0's
  * id, not its nonce, and sends P one read notification <req>:1 without a nonce (L11).
  *
  * Mutations: -DMUT_L1 ... -DMUT_L9 (and MUT_L2B, MUT_L6B, MUT_L8B), MUT_L11, MUT_L12, MUT_L12B, MUT_L13
- * each remove one rule; see README.md.
+ * each remove one rule; MUT_G1 ... MUT_G7 one guard of the engine path (CFG_GRANT: G1-G5 of issue 23,
+ * G6 the engine's deadline for a grant, G7 the refusal of a commit to a closed grant); see README.md.
  * Other switches: -DLAZY_FLOOD (freed blocks are rewritten at any later time, instead of at once),
  * -DSANITY (model self-checks), -DNO_SPURIOUS_CHECK (drops the no_spurious_decline assertion, to see what
  * else a mutation breaks).
@@ -49,6 +59,10 @@
 #elif defined(CFG_TWO)
 #define WITH_TWO
 #define WITH_FAIL
+#elif defined(CFG_GRANT)
+#define WITH_GRANT
+#define NS  1
+#define NDB 1
 #elif defined(CFG_SCARCE)
 #define WITH_TWO
 #define WITH_FAIL
@@ -183,6 +197,23 @@ bit   quar[NA];              /* the pull ended with a READ in flight: its D bloc
 #ifdef WITH_FORGE
 bit   forgeUsed;             /* the one forged <req0>:1 (no nonce) has reached a P rank */
 #endif
+#ifdef WITH_GRANT
+/* the engine path: grants g0 (P block 0, slot 0) and g1 (P block 1, no slot); LeaseTable[0] is g0's
+   placeholder lease (its slot and nonce, written on every rank) until P applies a0's commit */
+#define G_WRITING 1          /* gst: granted, the slot writes queued */
+#define G_OPEN    2          /* answered: the engine holds it */
+#define G_CLOSING 3          /* expired or returned: nothing can be committed to it any more */
+#define G_DONE    4          /* reclaimed: its unbound blocks are free */
+#define GR(g)     (3 + (g))  /* BlockPool.owner of a block granted by g and bound to no request */
+#define ROGUE     7          /* earlyFrom: the peer that holds a0's nonce under request 1's id */
+byte  gst[2];
+bit   ph;                    /* LeaseTable[0] is g0's placeholder: the slot is granted, a0 is not bound on P */
+bit   commitPend;            /* the engine's commit of a0 in flight to P */
+bit   early[NR];             /* P rank r keeps a0's read <0>:1:<nonce> that came before the commit */
+bit   rogueEarly[NR];        /* ... and the peer's <1>:1:<a0's nonce> */
+bit   rogueUsed;             /* the peer's one read has reached a P rank */
+byte  earlyFrom = NONE;      /* who sent the early read P counts now (transient) */
+#endif
 #ifdef WITH_TIME
 byte  now;                   /* ticks so far */
 byte  born[NA];              /* tick of the lease's export */
@@ -205,6 +236,20 @@ inline releaseLease(l) {   /* expiry (an abort does the same): the step tells ev
   LeaseTable[l].state = RELEASING;
   cpend[IX(l, 0)] = 1;
   cpend[IX(l, 1)] = 1
+}
+
+inline zeroAndReport(a, r) {
+  wlive[IX(a, r)] = 0;
+#ifdef MUT_L3
+  rep[IX(a, r)] = 1;       /* MUT_L3: report finished-sending first ... */
+  zpend[IX(a, r)] = 1      /* ... zero the slot later */
+#else
+  if                       /* L3: zero (store visible) before reporting finished-sending */
+  :: LeaseTable[a].slot != NONE -> SlotPool.mem[r * NS + LeaseTable[a].slot] = 0
+  :: else -> skip
+  fi;
+  rep[IX(a, r)] = 1
+#endif
 }
 
 /* request-id reuse: P refuses an id whose previous attempt still holds a lease (any state before FREED;
@@ -286,11 +331,19 @@ inline collect(a) {        /* all ranks reported finished-sending: free blocks, 
     rep[IX(a, 0)] = 0;
     rep[IX(a, 1)] = 0;
 #ifdef SANITY
-    assert(BlockPool.owner[LeaseTable[a].blk] == a);          /* model sanity: frees only its own block */
-    assert(LeaseTable[a].slot == NONE || !SlotPool.free[LeaseTable[a].slot]);   /* ... and its own slot */
+    assert(LeaseTable[a].slot == NONE || !SlotPool.free[LeaseTable[a].slot]);   /* model sanity: returns only its own slot */
 #endif
-    BlockPool.owner[LeaseTable[a].blk] = NONE;
-    FLOOD_FREED(LeaseTable[a].blk);
+    if
+#ifdef WITH_GRANT
+    :: (a == 0 && ph) -> skip                           /* g0's placeholder: a slot, no block (the grant's) */
+#endif
+    :: else ->
+#ifdef SANITY
+       assert(BlockPool.owner[LeaseTable[a].blk] == a);        /* model sanity: frees only its own block */
+#endif
+       BlockPool.owner[LeaseTable[a].blk] = NONE;
+       FLOOD_FREED(LeaseTable[a].blk)
+    fi;
     if
 #ifdef MUT_L4
     :: (LeaseTable[a].slot != NONE && !slotBack[a]) ->   /* not yet returned early */
@@ -302,9 +355,151 @@ inline collect(a) {        /* all ranks reported finished-sending: free blocks, 
     :: else -> skip
     fi;
     LeaseTable[a].state = FREED;
+#ifdef WITH_GRANT
+    if
+    :: (a == 0 && ph) -> printf("@ P free the placeholder of g0 (slot %d)\n", LeaseTable[a].slot)
+    :: else -> printf("@ P free a%d (blk %d, slot %d)\n", a, LeaseTable[a].blk, LeaseTable[a].slot)
+    fi
+#else
     printf("@ P free a%d (blk %d, slot %d)\n", a, LeaseTable[a].blk, LeaseTable[a].slot)
+#endif
   }
 }
+
+#ifdef WITH_GRANT
+/* ------------------------------------------------ the engine path (P) --- */
+
+/* Credits.schedule: the engine asked for two grants; g0 gets block 0 and slot 0 (a placeholder lease with a
+   fresh nonce, its write queued on every rank), g1 gets block 1 and no slot (none left) */
+inline grant() {
+  d_step {
+    gst[0] == 0 ->
+    BlockPool.owner[0] = GR(0);
+    BlockPool.owner[1] = GR(1);
+    SlotPool.free[0] = 0;
+    NonceSource.seq++;
+    LeaseTable[0].slot = 0;
+    LeaseTable[0].nonce = NEXT_NONCE;
+    LeaseTable[0].blk = 0;
+    LeaseTable[0].state = RESERVED;
+    ph = 1;
+    wpend[IX(0, 0)] = 1;
+    wpend[IX(0, 1)] = 1;
+    gst[0] = G_WRITING;
+    gst[1] = G_WRITING;
+    printf("@ P grant g0 (blk 0, slot 0, nonce %d) and g1 (blk 1, no slot)\n", LeaseTable[0].nonce)
+  }
+}
+
+/* Credits.answer: the grants leave for the engine */
+inline answer() {
+  d_step {
+#ifdef MUT_G1
+    gst[0] == G_WRITING ->                                  /* MUT_G1: before every rank wrote the slot */
+#else
+    (gst[0] == G_WRITING && LeaseTable[0].state == SLOT_WRITTEN) ->   /* G1: the slot holds its nonce on every rank */
+#endif
+    gst[0] = G_OPEN;
+    gst[1] = G_OPEN;
+    printf("@ P answer the grants: the engine holds g0 and g1\n")
+  }
+}
+
+inline freeGrantBlocks(g) {  /* the grant's blocks bound to no request go back to the pool */
+  if
+  :: BlockPool.owner[g] == GR(g) -> BlockPool.owner[g] = NONE; FLOOD_FREED(g)
+  :: else -> skip
+  fi
+}
+
+/* a grant expires, or the engine returns it, at any moment once answered: nothing can be committed to it
+   any more, and its unbound slot takes the normal exit (clear on every rank, finished-sending) */
+inline closeGrant(g) {
+  d_step {
+    gst[g] == G_OPEN ->
+    gst[g] = G_CLOSING;
+    printf("@ P grant g%d closes (expired or returned)\n", g);
+    if
+    :: (g == 0 && ph) -> releaseLease(0)                    /* a0's params, if out, are lost: D declines */
+    :: else -> skip
+    fi
+#ifdef MUT_G3
+    ; if                                                    /* MUT_G3: blocks free at once, slot not yet zeroed */
+    :: BlockPool.owner[g] == GR(g) -> printf("@ P frees g%d's unbound blocks at its close\n", g)
+    :: else -> skip
+    fi;
+    freeGrantBlocks(g)
+#endif
+  }
+}
+
+/* Credits.reclaim: once no placeholder of the grant holds a slot (G3), its unbound blocks are freed */
+inline reclaim(g) {
+  d_step {
+    (gst[g] == G_CLOSING && (g == 1 || !ph || LeaseTable[0].state == FREED)) ->
+    gst[g] = G_DONE;
+    freeGrantBlocks(g);
+    printf("@ P reclaim g%d: its unbound blocks are free\n", g)
+  }
+}
+
+inline countEarly(r) {     /* the early reads kept on rank r count now, as if they arrived now */
+  if
+  :: early[r] -> earlyFrom = 0
+#ifdef MUT_G4
+  :: rogueEarly[r] -> earlyFrom = ROGUE                     /* MUT_G4: counted whatever request id it names */
+#endif
+  :: else -> skip
+  fi;
+#ifndef MUT_G4
+  if
+  :: rogueEarly[r] -> printf("@ P%d early read of request 1 not counted for a0: it names another request\n", r)
+  :: else -> skip                                          /* G4 */
+  fi;
+#endif
+  early[r] = 0;
+  rogueEarly[r] = 0;
+  if
+  :: earlyFrom != NONE ->
+     if
+     :: earlyFrom == 0 -> printf("@ P%d early read of a0 counted for a0, finished-sending\n", r)
+     :: else -> printf("@ P%d early read of request 1 counted for a0, finished-sending\n", r)
+     fi;
+     /* property notif_own_attempt: only the committed request's own reads count for it */
+     assert(earlyFrom == 0);
+     zeroAndReport(0, r);
+     earlyFrom = NONE
+  :: else -> skip
+  fi
+}
+
+/* Credits.commit: binds a0 to the block and slot it names and exports its lease, if the grant is open, the
+   slot is its unbound one and the block is the same grant's (G5); early reads count now */
+inline applyCommit() {
+  d_step {
+    commitPend ->
+    commitPend = 0;
+    if
+#ifdef MUT_G7
+    :: (gst[0] >= G_OPEN && ph && BlockPool.owner[LeaseTable[0].blk] == GR(0)) ->  /* MUT_G7: also once closed */
+#else
+    :: (gst[0] == G_OPEN && ph && BlockPool.owner[LeaseTable[0].blk] == GR(0)) ->
+#endif
+       ph = 0;
+       BlockPool.owner[LeaseTable[0].blk] = 0;
+       byId[0] = 0;
+       LeaseTable[0].state = EXPORTED;
+       printf("@ P commit a0 accepted: exported (blk %d, slot %d, nonce %d)\n", LeaseTable[0].blk,
+              LeaseTable[0].slot, LeaseTable[0].nonce);
+       countEarly(0);
+       countEarly(1)
+    :: else ->
+       LeaseTable[0].lost = 1;                              /* the engine's request failed: D may decline */
+       printf("@ P commit a0 refused\n")
+    fi
+  }
+}
+#endif
 
 #ifdef MUT_L4
 inline earlySlot(a) {      /* MUT_L4: slot back to the pool once the release starts, before finished-sending */
@@ -394,6 +589,22 @@ proctype LeaseScheduler() {
   byte hbFrom = NONE;
 end:
   do
+#ifdef WITH_GRANT
+  :: grant()
+  :: answer()
+  :: applyCommit()
+  :: closeGrant(0)
+  :: closeGrant(1)
+  :: reclaim(0)
+  :: reclaim(1)
+#ifndef MUT_L8B
+  :: expire(0)             /* the committed lease may expire at any time */
+#endif
+  :: collect(0)
+#ifdef MUT_L4
+  :: earlySlot(0)
+#endif
+#else
   :: schedule(0)
   :: schedule(1)
   :: schedule(2)
@@ -419,24 +630,11 @@ end:
   :: earlySlot(1)
   :: earlySlot(2)
 #endif
+#endif
   od
 }
 
 /* ---------------------------------------------------- P worker rank --- */
-
-inline zeroAndReport(a, r) {
-  wlive[IX(a, r)] = 0;
-#ifdef MUT_L3
-  rep[IX(a, r)] = 1;       /* MUT_L3: report finished-sending first ... */
-  zpend[IX(a, r)] = 1      /* ... zero the slot later */
-#else
-  if                       /* L3: zero (store visible) before reporting finished-sending */
-  :: LeaseTable[a].slot != NONE -> SlotPool.mem[r * NS + LeaseTable[a].slot] = 0
-  :: else -> skip
-  fi;
-  rep[IX(a, r)] = 1
-#endif
-}
 
 inline applyClear(a, r) {
   if
@@ -489,9 +687,15 @@ inline applyStep(r) {
 #define NONCE_OK(b, a) (LeaseTable[b].nonce == LeaseTable[a].nonce)
 #endif
 
+#ifdef WITH_GRANT
+#define IS_LEASE(b) ((b) != 0 || !ph)   /* g0's placeholder holds no request id: a read naming a0 finds none */
+#else
+#define IS_LEASE(b) true
+#endif
+
 inline matchLive(b, a, r) {
   if
-  :: (REQ(b) == REQ(a) && wlive[IX(b, r)] && NONCE_OK(b, a)) -> l = b
+  :: (REQ(b) == REQ(a) && IS_LEASE(b) && wlive[IX(b, r)] && NONCE_OK(b, a)) -> l = b
   :: else -> skip
   fi
 }
@@ -509,12 +713,36 @@ inline deliver(a, r) {     /* notification <req>:<consumers=1>:<nonce> sent by p
        /* property notif_own_attempt: only the lease of the notifying attempt is released */
        assert(l == a);
        zeroAndReport(l, r)
+#ifdef WITH_GRANT
+    :: (l == NONE && ph && gst[0] == G_OPEN && LeaseTable[0].nonce == LeaseTable[a].nonce) ->
+       early[r] = 1;                       /* a granted, unbound nonce: kept on the grant for the commit */
+       printf("@ P%d notification of a%d kept early for the commit\n", r, a)
+#endif
     :: else ->
        printf("@ P%d notification of a%d ignored\n", r, a)
     fi;
     l = NONE
   }
 }
+
+#ifdef WITH_GRANT
+/* <1>:1:<a0's nonce> from a peer that holds a0's params under request 1's id (crossed params, a buggy or
+   hostile decoder); it reaches one rank at any moment after the params left. Request 1 holds no lease, so
+   P keeps it early if the nonce is still a granted, unbound one, and must never count it for a0 (G4) */
+inline deliverRogue(r) {
+  d_step {
+    (!rogueUsed && pull[0] != 0) ->
+    rogueUsed = 1;
+    if
+    :: (ph && gst[0] == G_OPEN) ->
+       rogueEarly[r] = 1;
+       printf("@ P%d read of request 1 with a0's nonce kept early for the commit\n", r)
+    :: else ->
+       printf("@ P%d read of request 1 with a0's nonce ignored\n", r)
+    fi
+  }
+}
+#endif
 
 #ifdef WITH_FORGE
 #ifdef MUT_L11
@@ -576,6 +804,9 @@ end:
   :: deliver(2, r)
 #ifdef WITH_FORGE
   :: deliverForged(r)
+#endif
+#ifdef WITH_GRANT
+  :: deliverRogue(r)
 #endif
 #ifdef MUT_L3
   :: lateZero(0, r)
@@ -837,6 +1068,74 @@ end:
 }
 #endif
 
+#ifdef WITH_GRANT
+/* The engine (its connector plugin): once it holds the grants it binds a0 to a granted block and the granted
+   slot locally, copies a0's KV into the block, hands the params (that block, slot and nonce) to the router,
+   which forwards them to D, and then sends its commit to P, or dies first (the commit never comes).
+   The engine writes a grant's blocks only before its own deadline for the grant, counted from before it
+   asked, so earlier than P's expiry; it returns a grant only once it no longer writes into it. Without
+   clocks: the copy happens only while P holds the grant open (G6, the model's name for it); past it the
+   engine drops the request. Property copy_into_granted_block: the engine's copy lands only in a block P
+   still grants it. */
+#ifdef MUT_G6
+#define IN_TIME(g) true                                     /* MUT_G6: the engine writes past its deadline */
+#else
+#define IN_TIME(g) (gst[g] == G_OPEN)
+#endif
+
+inline engineCopy() {
+  if
+  :: d_step {
+       IN_TIME(LeaseTable[0].blk) ->
+       /* property copy_into_granted_block */
+       assert(BlockPool.owner[LeaseTable[0].blk] == GR(LeaseTable[0].blk));
+       BlockPool.content[LeaseTable[0].blk] = CONTENT(0);
+       printf("@ E copy a0's KV into blk %d\n", LeaseTable[0].blk)
+     }
+  :: d_step {
+       !IN_TIME(LeaseTable[0].blk) ->
+       printf("@ E past its deadline for g%d: a0 dropped\n", LeaseTable[0].blk)
+     };
+     goto gone
+  fi
+}
+
+inline engineParams() {
+  d_step { pull[0] = QUEUED; printf("@ E params of a0 to D\n") }
+}
+
+proctype Engine() {
+  atomic {                                                  /* atomic, not d_step: the choice of MUT_G5 */
+    gst[0] >= G_OPEN ->
+#ifdef MUT_G5
+    if
+    :: LeaseTable[0].blk = 0
+    :: LeaseTable[0].blk = 1                                /* MUT_G5: g1's block with g0's slot */
+    fi;
+#else
+    LeaseTable[0].blk = 0;                                  /* G5: block and slot of one grant */
+#endif
+    printf("@ E bind a0 req=0 to blk %d (g%d) and slot %d (g0), nonce %d\n", LeaseTable[0].blk,
+           LeaseTable[0].blk, LeaseTable[0].slot, LeaseTable[0].nonce)
+  };
+#ifdef MUT_G2
+  if                                                        /* MUT_G2: params out before the copy is done */
+  :: engineCopy(); engineParams()
+  :: engineParams(); engineCopy()
+  fi;
+#else
+  engineCopy();
+  engineParams();                                           /* G2: only once the copy is complete */
+#endif
+  if
+  :: d_step { commitPend = 1; printf("@ E commit a0 sent\n") }
+  :: printf("@ E dies: the commit of a0 never comes\n")
+  fi;
+gone:
+  skip
+}
+#endif
+
 proctype Router() {        /* attempt 2 of request 0 (same id) once attempt 1's params were out or lost;
                               P schedules it only once attempt 1's lease is freed or dropped (ID_FREE) */
   if
@@ -904,7 +1203,14 @@ init {
 #if NDB > 1
     dOwner[1] = NONE;
 #endif
+#ifdef WITH_GRANT
+    BlockPool.content[0] = FLOOD;   /* a granted block holds some other prompt's bytes until the engine's copy */
+    BlockPool.content[1] = FLOOD;
+    BlockPool.content[2] = FLOOD;
+    run Engine();
+#else
     arr[0] = 1;
+#endif
 #ifdef WITH_TWO
     arr[2] = 1;            /* request 1 arrives with request 0 */
 #endif

@@ -82,6 +82,11 @@ public final class IndexPool {
         return free;
     }
 
+    /** Whether {@code id} is taken (allocated and not freed since). */
+    public boolean isTaken(int id) {
+        return id >= 0 && id < capacity && taken.get(id);
+    }
+
     private void requireTaken(int id) {
         if (id < 0 || id >= capacity || !taken.get(id)) {
             throw new IllegalStateException(what + " " + id + " is not taken; double release?");

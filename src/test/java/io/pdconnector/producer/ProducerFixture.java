@@ -73,6 +73,11 @@ public final class ProducerFixture {
         return scheduler.state().lease(requestId);
     }
 
+    /** Between steps only: whether P's block {@code block} is taken (by a lease or a grant). */
+    public boolean blockTaken(int block) {
+        return scheduler.state().blocks.isTaken(block);
+    }
+
     /** Between steps only: what {@code rank}'s slot holds right now. */
     public long slotValue(int rank, int slot) {
         return scheduler.state().slotValue(rank, slot);

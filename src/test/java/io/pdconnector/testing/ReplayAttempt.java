@@ -19,6 +19,12 @@ final class ReplayAttempt {
     /** The trail ended its pull before it was decided (the model's timeout, abort or producer gone). */
     boolean endedEarly;
     final Set<Integer> deliveredTo = new HashSet<>();
+    /** CFG_GRANT: bound by the engine to granted blocks and a granted slot; P holds no lease until the commit. */
+    boolean viaGrant;
+    /** CFG_GRANT: P applied the engine's commit, so the attempt's lease is in P's table. */
+    boolean committed;
+    /** CFG_GRANT: the engine's copy of the KV into the granted blocks is done. */
+    boolean copied;
     ReplayPull pull;
 
     ReplayAttempt(int index, String requestId, int[] tokens) {

@@ -24,6 +24,7 @@ import java.util.concurrent.CompletionException;
  * <li>hb_own_attempt: a heartbeat moves the expiry only of a lease it names with its nonce;</li>
  * <li>lifetime_bounded: no lease is live longer than its maximum lifetime after its export;</li>
  * <li>read_into_own_dblock for a pull that ended early (L13): see {@code TrailReplay#landBlockRead}.</li>
+ * <li>the engine path (CFG_GRANT): see {@link ReplayGrantEvents}.</li>
  * </ul>
  * Drained (nothing held once traffic stops) is {@link Cluster#assertNoLeak} at the end.
  */
@@ -141,8 +142,8 @@ final class ReplayChecks {
     /** notif_own_attempt, after every producer step. */
     void afterProducerStep() {
         for (ReplayAttempt at : replay.attempts) {
-            if (at == null || at.params == null || !at.params.hasLease() || at.lost) {
-                continue;
+            if (at == null || at.params == null || !at.params.hasLease() || at.lost || at.viaGrant && !at.committed) {
+                continue; // before its commit a granted attempt has no lease on P (its early reads wait on the grant)
             }
             Lease lease = at.lease(replay.p);
             int own = at.deliveredTo.size();

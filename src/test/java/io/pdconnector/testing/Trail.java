@@ -45,7 +45,25 @@ public record Trail(String name, String configuration, String violated, List<Eve
         NOTIFICATION_DUPLICATED("D notification of a(?<a>\\d) duplicated"),
         PULL_ENDS_EARLY("D abort a(?<a>\\d)"),
         QUARANTINE_ENDS("D quarantined dblk \\d+ of a(?<a>\\d) free: its READs ended"),
-        DECODE_DONE("D decode of a(?<a>\\d) done, dblk \\d+ free");
+        DECODE_DONE("D decode of a(?<a>\\d) done, dblk \\d+ free"),
+        // the engine path (CFG_GRANT): grants, the engine's steps, commits, early reads, reclaims
+        GRANT("P grant g0 \\(blk \\d+, slot \\d+, nonce \\d+\\) and g1 \\(blk \\d+, no slot\\)"),
+        GRANT_ANSWERED("P answer the grants: the engine holds g0 and g1"),
+        ENGINE_BIND("E bind a(?<a>\\d) req=\\d to blk \\d+ \\(g(?<g>\\d)\\) and slot \\d+ \\(g0\\), nonce \\d+"),
+        ENGINE_COPY("E copy a(?<a>\\d)'s KV into blk \\d+"),
+        ENGINE_PAST_DEADLINE("E past its deadline for g(?<g>\\d): a(?<a>\\d) dropped"),
+        ENGINE_PARAMS("E params of a(?<a>\\d) to D"),
+        ENGINE_COMMIT_SENT("E commit a(?<a>\\d) sent"),
+        ENGINE_DIES("E dies: the commit of a(?<a>\\d) never comes"),
+        COMMIT("P commit a(?<a>\\d) (?<outcome>accepted|refused)(: exported \\(blk \\d+, slot \\d+, nonce \\d+\\))?"),
+        GRANT_CLOSES("P grant g(?<g>\\d) closes \\(expired or returned\\)"),
+        GRANT_BLOCKS_FREE_AT_CLOSE("P frees g(?<g>\\d)'s unbound blocks at its close"),
+        PLACEHOLDER_FREE("P free the placeholder of g(?<g>\\d) \\(slot \\d+\\)"),
+        RECLAIM("P reclaim g(?<g>\\d): its unbound blocks are free"),
+        EARLY_KEPT("P(?<r>\\d) notification of a(?<a>\\d) kept early for the commit"),
+        OTHER_ID_READ("P(?<r>\\d) read of request 1 with a0's nonce (kept early for the commit|ignored)"),
+        EARLY_COUNTED("P(?<r>\\d) early read of (?<from>a0|request 1) counted for a0, finished-sending"),
+        EARLY_NOT_COUNTED("P(?<r>\\d) early read of request 1 not counted for a0: it names another request");
 
         private final Pattern pattern;
 
@@ -141,6 +159,11 @@ public record Trail(String name, String configuration, String violated, List<Eve
     /** The configuration's bounds that the Java replay copies. */
     public boolean scarce() {
         return configuration.equals("CFG_SCARCE");
+    }
+
+    /** The engine path: grants, an engine that commits after handing out params (1 slot, 1 D block). */
+    public boolean granted() {
+        return configuration.equals("CFG_GRANT");
     }
 
     /** The configuration with a clock (ticks) and a maximum lease lifetime. */

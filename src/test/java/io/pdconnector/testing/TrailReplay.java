@@ -56,6 +56,7 @@ public final class TrailReplay implements AutoCloseable {
     private final Trail trail;
     private final ReplayChecks checks;
     private final ReplayTrustEvents trust;
+    private final ReplayGrantEvents grants;
     private final ProducerConfig producerConfig;
     ProducerFixture p;
     ConsumerFixture d;
@@ -68,11 +69,13 @@ public final class TrailReplay implements AutoCloseable {
         this.trail = trail;
         this.checks = new ReplayChecks(this);
         this.trust = new ReplayTrustEvents(this, checks);
-        ProducerConfig.Builder pc = cluster.producerConfig("p").tpSize(TP).blocks(P_BLOCKS, 2, trail.scarce() ? 1 : 2);
+        this.grants = new ReplayGrantEvents(this);
+        boolean oneSlot = trail.scarce() || trail.granted();
+        ProducerConfig.Builder pc = cluster.producerConfig("p").tpSize(TP).blocks(P_BLOCKS, 2, oneSlot ? 1 : 2);
         this.producerConfig = (trail.timed() ? pc.leaseMaxLifetime(MAX_LIFETIME) : pc).build();
         p = cluster.producer(producerConfig);
         d = cluster.consumer(cluster.consumerConfig("d", true, LoadFailurePolicy.FAIL).tpSize(TP)
-                .blocks(trail.scarce() ? 1 : 2).pullTimeout(Duration.ofMinutes(30)));
+                .blocks(oneSlot ? 1 : 2).pullTimeout(Duration.ofMinutes(30)));
     }
 
     /**
@@ -116,10 +119,23 @@ public final class TrailReplay implements AutoCloseable {
             case SLOT_READ -> slotRead(e.rank(), e.number("result") == 3);
             case DECIDE -> stepDUntil(() -> attempts[e.attempt()].pull.decided(), 3);
             case DECODE_DONE -> attempts[e.attempt()].pull.releaseWhenDecided = true;
+            case GRANT -> grants.grant();
+            case GRANT_ANSWERED -> grants.answered();
+            case ENGINE_BIND -> grants.bind(attempt(e.attempt(), 0), e.number("g"));
+            case ENGINE_COPY -> grants.copy(attempts[e.attempt()]);
+            case ENGINE_PARAMS -> grants.params(attempts[e.attempt()]);
+            case ENGINE_PAST_DEADLINE, ENGINE_COMMIT_SENT, ENGINE_DIES -> log.add("  (the engine's own step)");
+            case COMMIT -> grants.commit(attempts[e.attempt()], e.word("outcome").equals("accepted"));
+            case GRANT_CLOSES -> grants.close(e.number("g"));
+            case GRANT_BLOCKS_FREE_AT_CLOSE, RECLAIM -> grants.reclaim(e.number("g"));
+            case PLACEHOLDER_FREE -> stepP();
+            case EARLY_KEPT -> grants.earlyKept(attempts[e.attempt()], e.rank());
+            case OTHER_ID_READ -> grants.otherIdRead(e.rank());
+            case EARLY_COUNTED, EARLY_NOT_COUNTED -> grants.counted();
         }
     }
 
-    private ReplayAttempt attempt(int a, int req) {
+    ReplayAttempt attempt(int a, int req) {
         if (attempts[a] == null) {
             attempts[a] = new ReplayAttempt(a, "r" + req, Cluster.prompt(10 + a, TOKENS));
         }
@@ -183,7 +199,7 @@ public final class TrailReplay implements AutoCloseable {
      * Writes flood bytes into P blocks on every rank, straight into the registered memory and
      * without a producer step, as the model's flood is part of the free (or a lazy flood's own event).
      */
-    private void flood(int[] blocks) {
+    void flood(int[] blocks) {
         long blockBytes = Cluster.SMALL.blockBytes(TP);
         for (int r = 0; r < TP; r++) {
             var kv = cluster.engine.region("p-p" + r, "kv").orElseThrow().segment();
@@ -217,7 +233,7 @@ public final class TrailReplay implements AutoCloseable {
     }
 
     /** D's read notification of {@code at} to P rank {@code rank}; a second delivery is a duplicate. */
-    private void deliverRead(ReplayAttempt at, int rank) {
+    void deliverRead(ReplayAttempt at, int rank) {
         String prefix = at.requestId + ":";
         String nonce = ":" + at.params.remoteLeaseNonce();
         int n = cluster.engine.gates.deliver(h -> h.to().equals("p-p" + rank) && h.text().startsWith(prefix)
@@ -294,6 +310,7 @@ public final class TrailReplay implements AutoCloseable {
         checks.afterEvent();
         checks.atEnd();
         deliverAllHeld();
+        grants.returnAll();
         stepP();
         stepP();
         cluster.lapseAll();

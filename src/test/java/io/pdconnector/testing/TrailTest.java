@@ -47,6 +47,30 @@ class TrailTest {
     }
 
     @Test
+    void theEnginePathsEventsNameTheirGrantRankAndAttempt() {
+        Trail t = Trail.parse("MUT_X", List.of(
+                "# configuration: CFG_GRANT    violated: received_own_bytes, assert !(bad[0])",
+                "    9  LeaseScheduler  P grant g0 (blk 0, slot 0, nonce 5) and g1 (blk 1, no slot)",
+                "   14  Engine          E bind a0 req=0 to blk 1 (g1) and slot 0 (g0), nonce 5",
+                "   16  LeaseScheduler  P grant g1 closes (expired or returned)",
+                "   20  PRank           P1 notification of a0 kept early for the commit",
+                "   22  LeaseScheduler  P commit a0 accepted: exported (blk 0, slot 0, nonce 5)",
+                "   23  LeaseScheduler  P commit a0 refused",
+                "   24  LeaseScheduler  P1 early read of request 1 counted for a0, finished-sending"));
+
+        assertTrue(t.granted());
+        assertEquals(List.of(Trail.Kind.GRANT, Trail.Kind.ENGINE_BIND, Trail.Kind.GRANT_CLOSES, Trail.Kind.EARLY_KEPT,
+                Trail.Kind.COMMIT, Trail.Kind.COMMIT, Trail.Kind.EARLY_COUNTED),
+                t.events().stream().map(Trail.Event::kind).toList());
+        assertEquals(1, t.events().get(1).number("g"), "the grant the engine took the block from");
+        assertEquals(1, t.events().get(2).number("g"));
+        assertEquals(1, t.events().get(3).rank());
+        assertEquals("accepted", t.events().get(4).word("outcome"));
+        assertEquals("refused", t.events().get(5).word("outcome"));
+        assertEquals("request 1", t.events().get(6).word("from"));
+    }
+
+    @Test
     void anEventTheReplayDoesNotKnowFailsTheParse() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Trail.parse("MUT_X",
                 List.of(HEADER, "   20  LeaseScheduler  P teleports a0")));
