@@ -124,9 +124,13 @@ def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: tor
             dst[pb, l].copy_(src.permute(1, 0, 2, 3))
 
 
-def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int]) -> None:
-    """Copies pd-connector blocks ``src`` (n, L, 2, H, T, D) into vLLM's blocks, in order."""
-    for b, vb in enumerate(vllm_blocks):
+def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
+                   pd_blocks: list[int] | None = None) -> None:
+    """Copies pd-connector blocks into vLLM's blocks, in order: ``src[pd_blocks[i]]`` (src: (N, L, 2, H, T, D),
+    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``. Each block is read in
+    place (no gather into a temporary), one plane copy per head, K|V and layer."""
+    blocks = range(len(vllm_blocks)) if pd_blocks is None else pd_blocks
+    for b, vb in zip(blocks, vllm_blocks, strict=True):
         for l, t in enumerate(layers):
             n_blocks, heads, tokens, two_dim = t.shape
             dst = t[vb].view(heads, 2, tokens, two_dim // 2)
@@ -134,7 +138,8 @@ def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: l
 
 
 class KvFiles:
-    """P's per-rank KV files, mapped once each and mapped again when P restarts (a new file)."""
+    """pd-connector's per-rank KV files (P's, which P's worker writes; D's, which D's worker reads pulled blocks
+    from), mapped once each and mapped again when pd-connector restarts (a new file at the same path)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -77,6 +77,20 @@ def test_pd_blocks_read_back_into_other_vllm_blocks_equal_the_originals_and_touc
         assert (d[1] == 7.0).all() and (d[3] == 7.0).all() and (d[4] == 7.0).all()
 
 
+def test_read_takes_each_pd_block_where_pd_blocks_says_without_a_gather():
+    """D's worker reads the pulled blocks straight out of D's whole KV file, in block_ids order."""
+    src_layers = vllm_layers(2)
+    region = torch.full((8, LAYERS, 2, HEADS, TOKENS, DIM), 3.0)
+    write_pd_blocks(src_layers, [0, 3, 5], region, [6, 1, 4])
+    dst_layers = [torch.full_like(t, 7.0) for t in src_layers]
+    read_pd_blocks(region, dst_layers, [5, 0, 2], pd_blocks=[6, 1, 4])
+    for s, d in zip(src_layers, dst_layers):
+        assert torch.equal(d[5], s[0]) and torch.equal(d[0], s[3]) and torch.equal(d[2], s[5])
+        assert (d[1] == 7.0).all() and (d[3] == 7.0).all() and (d[4] == 7.0).all()
+    with pytest.raises(ValueError):
+        read_pd_blocks(region, dst_layers, [5, 0], pd_blocks=[6, 1, 4])
+
+
 def test_layers_are_ordered_by_their_index_not_by_name():
     caches = {f"model.layers.{i}.self_attn.attn": torch.zeros(1) + i for i in (10, 2, 1)}
     assert [n for n, _ in order_layers(caches)] == [
