@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import torch
 
 from .client import PdClient, PdError
-from .layout import KvFiles, PdGeometry, check_geometry, order_layers, read_pd_blocks, write_pd_blocks
+from .layout import (KvFiles, PdGeometry, check_geometry, numpy_copies, order_layers, read_pd_blocks,
+                     write_pd_blocks)
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -53,8 +54,9 @@ class PdWorker:
         self._layers = [t for _, t in ordered]
         self._geometry = geometry
         log.info("pd-connector plugin: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
-                 "pd-connector %s (%s)", geometry.layers, geometry.heads_per_rank, geometry.head_dim,
-                 geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"), layout.get("role"))
+                 "pd-connector %s (%s); D's copies by %s", geometry.layers, geometry.heads_per_rank,
+                 geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
+                 layout.get("role"), "numpy" if numpy_copies(self._layers) else "torch (caches numpy cannot view)")
 
     # ---- P ------------------------------------------------------------------------------------
 
