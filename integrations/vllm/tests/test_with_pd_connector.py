@@ -46,9 +46,9 @@ def test_kv_layout_is_the_configured_geometry(pd):
     assert layout["role"] == "both" and layout["num_blocks"] == 32
 
 
-def produce(pd, request_id, p_kv, vllm_blocks, num_tokens):
+def produce(pd, request_id, p_kv, vllm_blocks, num_tokens, token=None):
     """What the plugin does on P: reserve, the worker's copy into the shared file, finish."""
-    client = PdClient(pd.url)
+    client = PdClient(pd.url, token=token)
     r = client.reserve(request_id, num_tokens)
     p_worker = PdWorker(client, 0, 1, 1)
     p_worker.register(p_kv, client.kv_layout())
@@ -236,6 +236,17 @@ def test_with_auth_on_the_plugin_presents_its_engine_token_and_without_it_is_ref
     with pytest.raises(PdError) as e:
         PdClient(pd_auth.url).kv_layout()
     assert (e.value.status, e.value.reason) == (401, "unauthenticated")
+
+
+def test_with_auth_on_ds_plugin_pulls_and_releases_with_its_engine_token(pd_auth):
+    """The vLLM overlay gives each plugin the engine token only: D's load (pull, release) must take it."""
+    p_kv = vllm_caches(seed=16)
+    params = produce(pd_auth, "auth-2", p_kv, [5, 3], 6, token=ENGINE_TOKEN)
+    results, d_kv = load_on_d(pd_auth, LoadSpec("auth-2-d", "auth-2-d", list(range(6)), params, [0, 1], 0),
+                              PdClient(pd_auth.url, token=ENGINE_TOKEN))
+    assert results.failed == {} and results.finished == {"auth-2-d"}
+    for p_layer, d_layer in zip(p_kv.values(), d_kv.values()):
+        assert torch.equal(d_layer[0], p_layer[5]) and torch.equal(d_layer[1], p_layer[3])
 
 
 def test_during_a_rotation_the_plugin_given_the_services_token_list_is_accepted(pd_auth, monkeypatch):

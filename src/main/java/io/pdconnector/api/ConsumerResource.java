@@ -62,7 +62,8 @@ public class ConsumerResource {
 
     @POST
     @Path("/pull")
-    @RolesAllowed(AuthRole.ROUTER)
+    // a router's D leg, or the engine beside D pulling for itself (vLLM's plugin, which holds the engine token only)
+    @RolesAllowed({AuthRole.ROUTER, AuthRole.ENGINE})
     @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason",
             description = "The KV stays in D's blocks block_ids, in D's KV files (ranks[].kv_file), until the pull"
                     + " is released (DELETE /v1/consumer/requests/{id}, or GET .../kv, which returns it and releases)"
