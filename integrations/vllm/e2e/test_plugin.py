@@ -13,6 +13,7 @@ from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_c
                       token_prompt)
 
 LEASE_S = 2
+HTTP = "http_server_requests_seconds_count"   # D's own count of the requests it served, by uri template
 
 
 class Decoder:
@@ -55,6 +56,12 @@ def test_plugin_pd_answers_equal_one_instance(plugin, reference):
             mismatches[case.name] = (got, reference.equality[case.name])
     assert not mismatches, f"P/D through pd-connector answered differently from one instance: {mismatches}"
     assert plugin.decoders["fail"].lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
+    # issue 23: D's KV reached vLLM through D's shared KV file, none over HTTP; every received pull was released
+    d = plugin.decoders["fail"].pd_d
+    received = metric(d, HTTP, {"uri": "/v1/consumer/pull", "status": "200"})
+    assert received >= 6, f"D served {received} pulls (6 prompts of 2 blocks or more)"
+    assert metric(d, HTTP, {"uri": "/v1/consumer/requests/{id}/kv"}) == 0, "D's vLLM read KV over GET .../kv"
+    assert metric(d, HTTP, {"method": "DELETE", "uri": "/v1/consumer/requests/{id}", "status": "204"}) == received
 
 
 def assert_failed_with_lease_reason(status, body, decoder, declines_before):

@@ -71,15 +71,13 @@ class PdClient:
     # ---- D side -------------------------------------------------------------------------------
 
     def pull(self, request_id: str, token_ids: list[int], params: dict[str, Any]) -> dict[str, Any]:
+        """D's pull of P's KV; the reply says where D's pd-connector holds it (``block_ids`` in each rank's
+        ``ranks[].kv_file``) until :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``."""
         body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params}
         return self._json("POST", "/v1/consumer/pull", body, self.pull_timeout_s, expect=(200,))
 
-    def read_kv(self, request_id: str) -> bytearray:
-        """D's pulled KV bytes; pd-connector releases D's blocks once it has answered."""
-        return self._call("GET", f"/v1/consumer/requests/{_quote(request_id)}/kv", None,
-                          self.timeout_s, expect=(200,))
-
     def release(self, request_id: str) -> None:
+        """Frees D's blocks of a pull (or aborts it while in flight); 404 if it is gone already."""
         self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}", None, self.timeout_s,
                    expect=(204,))
 

@@ -124,17 +124,68 @@ def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: tor
             dst[pb, l].copy_(src.permute(1, 0, 2, 3))
 
 
-def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int]) -> None:
-    """Copies pd-connector blocks ``src`` (n, L, 2, H, T, D) into vLLM's blocks, in order."""
-    for b, vb in enumerate(vllm_blocks):
-        for l, t in enumerate(layers):
-            n_blocks, heads, tokens, two_dim = t.shape
-            dst = t[vb].view(heads, 2, tokens, two_dim // 2)
-            dst.copy_(src[b, l].permute(1, 0, 2, 3))
+def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
+                   pd_blocks: list[int] | None = None) -> None:
+    """Copies pd-connector blocks into vLLM's blocks, in order: ``src[pd_blocks[i]]`` (src: (N, L, 2, H, T, D),
+    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``.
+
+    Read in place, no gather into a temporary: for each run of blocks consecutive on both sides, one strided
+    copy per layer, done by numpy on the calling thread (the planes are contiguous, so it runs at memcpy
+    speed). torch's ``copy_`` would fork into the process's OpenMP pool, which vLLM's forward pass uses: on a
+    busy 2-core host that made the same copy 3-20x slower. Tensors numpy cannot view (not contiguous) fall
+    back to torch, one block and layer at a time."""
+    blocks = list(range(len(vllm_blocks))) if pd_blocks is None else [int(b) for b in pd_blocks]
+    vllm_blocks = [int(b) for b in vllm_blocks]
+    if len(blocks) != len(vllm_blocks):
+        raise ValueError(f"{len(blocks)} pd blocks for {len(vllm_blocks)} vLLM blocks")
+    src_np = _numpy_view(src, src.shape)
+    dst_np = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
+    if src_np is None or any(d is None for d in dst_np):
+        for b, vb in zip(blocks, vllm_blocks):
+            for l, t in enumerate(layers):
+                n_blocks, heads, tokens, two_dim = t.shape
+                t[vb].view(heads, 2, tokens, two_dim // 2).copy_(src[b, l].permute(1, 0, 2, 3))
+        return
+    for p0, v0, n in _runs(blocks, vllm_blocks):
+        for l, dst in enumerate(dst_np):
+            np.copyto(dst[v0:v0 + n], src_np[p0:p0 + n, l].transpose(0, 2, 1, 3, 4))
+
+
+def numpy_copies(layers: list[torch.Tensor]) -> bool:
+    """Whether :func:`read_pd_blocks` copies into these caches by numpy (else by torch, block by block)."""
+    return all(_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) is not None
+               for t in layers) if layers and all(t.dim() == 4 for t in layers) else False
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _numpy_view(t: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The tensor's memory as a numpy array of ``shape`` (elements as same-size ints: numpy has no bfloat16),
+    never a copy; None if numpy cannot view it so."""
+    try:
+        a = t.detach().view(_SAME_SIZE_INT[t.element_size()]).numpy().view()
+        a.shape = shape   # raises instead of copying when the memory does not allow it
+        return a
+    except (KeyError, RuntimeError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _runs(pd_blocks: list[int], vllm_blocks: list[int]):
+    """(first pd block, first vLLM block, length) of each stretch consecutive on both sides."""
+    i = 0
+    while i < len(pd_blocks):
+        n = 1
+        while (i + n < len(pd_blocks) and pd_blocks[i + n] == pd_blocks[i] + n
+               and vllm_blocks[i + n] == vllm_blocks[i] + n):
+            n += 1
+        yield pd_blocks[i], vllm_blocks[i], n
+        i += n
 
 
 class KvFiles:
-    """P's per-rank KV files, mapped once each and mapped again when P restarts (a new file)."""
+    """pd-connector's per-rank KV files (P's, which P's worker writes; D's, which D's worker reads pulled blocks
+    from), mapped once each and mapped again when pd-connector restarts (a new file at the same path)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

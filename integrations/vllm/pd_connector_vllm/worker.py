@@ -4,7 +4,8 @@ P: ``save`` runs in wait_for_save, after the step's forward wrote the prompt's K
 the granted blocks of P's shared KV file (pd-connector holds it from then on), before the scheduler
 hands the params out in this step's ``request_finished``. D: ``start_loads`` hands each load to a
 bounded pool of threads (a pull blocks on pd-connector for as long as the transfer and the lease
-check take); ``take_results`` reports finished and failed loads to vLLM.
+check take); the pulled blocks are copied from D's shared KV file, where D's pd-connector received them,
+into vLLM's blocks, and then released; ``take_results`` reports finished and failed loads to vLLM.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 from .client import PdClient, PdError
-from .layout import KvFiles, PdGeometry, check_geometry, order_layers, read_pd_blocks, write_pd_blocks
+from .layout import (KvFiles, PdGeometry, check_geometry, numpy_copies, order_layers, read_pd_blocks,
+                     write_pd_blocks)
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -53,8 +55,9 @@ class PdWorker:
         self._layers = [t for _, t in ordered]
         self._geometry = geometry
         log.info("pd-connector plugin: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
-                 "pd-connector %s (%s)", geometry.layers, geometry.heads_per_rank, geometry.head_dim,
-                 geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"), layout.get("role"))
+                 "pd-connector %s (%s); D's copies by %s", geometry.layers, geometry.heads_per_rank,
+                 geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
+                 layout.get("role"), "numpy" if numpy_copies(self._layers) else "torch (caches numpy cannot view)")
 
     # ---- P ------------------------------------------------------------------------------------
 
@@ -112,7 +115,11 @@ class PdWorker:
                 self._results.failed[spec.request_id] = reason
 
     def _pull_and_copy(self, spec: LoadSpec) -> str | None:
-        """None when the KV is in vLLM's blocks, else the reason it is not."""
+        """None when the KV is in vLLM's blocks, else the reason it is not.
+
+        The pull's blocks stay D's pd-connector's (no other pull gets them) from its reply until the
+        release, so bytes copied before a successful release are the pull's. A release that finds the pull
+        gone (404: pd.consumer.retention passed, or D restarted) cannot vouch for them: a failed load."""
         g = self._require_registered()
         t0 = time.perf_counter()
         try:
@@ -124,27 +131,64 @@ class PdWorker:
             return e.reason
         t_pulled = time.perf_counter()
         try:
-            data = self._client.read_kv(spec.pd_request_id)  # this also releases D's pd blocks
-        except PdError as e:
+            reason, copied = self._copy_from_d_file(spec, pulled, g)
+        except Exception:
             self._release(spec)
-            return e.reason
-        t1 = time.perf_counter()
+            raise
+        t_copied = time.perf_counter()
+        released = self._release_pulled(spec)
+        t_released = time.perf_counter()
+        if reason is None and released is not None:
+            reason = released
+        if reason is None:
+            timings = (pulled or {}).get("timings") or {}
+            log.log(self._timing_level, "D loaded %s: pd blocks %s -> vLLM blocks %s, %d bytes; pull %.2f ms "
+                    "(pd-connector's own %.2f ms: %s), copy %.2f ms, release %.2f ms", spec.request_id,
+                    copied[0], spec.vllm_blocks, copied[1], 1000 * (t_pulled - t0),
+                    float(timings.get("pull_ms", -1)), _phases(timings), 1000 * (t_copied - t_pulled),
+                    1000 * (t_released - t_copied))
+        return reason
+
+    def _copy_from_d_file(self, spec: LoadSpec, pulled: dict, g: PdGeometry) -> tuple[str | None, tuple]:
+        """Copies this rank's pulled blocks ``first_pd_block..`` from D's KV file into ``spec.vllm_blocks``.
+        (None, (pd blocks, bytes)) when done, else (the reason, ()) and nothing is written."""
+        ranks = pulled.get("ranks") if isinstance(pulled, dict) else None
+        if not isinstance(ranks, list) or len(ranks) != self._tp:
+            return (f"bad-answer: the pull reply names {len(ranks) if isinstance(ranks, list) else 'no'} ranks' "
+                    f"KV files, vLLM runs TP {self._tp} (pd-connector too old to share D's KV file?)"), ()
+        rank = ranks[self._rank]
+        path, region_bytes = rank.get("kv_file"), rank.get("region_bytes")
+        if not path:
+            return ("no-kv-file: D's pd-connector keeps its received KV in anonymous memory; this plugin reads "
+                    "pulled blocks from D's shared KV file only (pd.kv.shm-dir)"), ()
+        if int(pulled.get("block_bytes", g.block_bytes)) != g.block_bytes:
+            return f"bad-answer: block_bytes {pulled.get('block_bytes')}, the layout said {g.block_bytes}", ()
+        block_ids = pulled.get("block_ids") or []
         n_total = -(-len(spec.token_ids) // g.block_tokens)
-        slice_bytes = g.block_bytes
-        if len(data) != n_total * self._tp * slice_bytes:
-            return (f"bad-length: {len(data)} bytes for {n_total} blocks of {self._tp} x {slice_bytes}")
-        src = (torch.frombuffer(data, dtype=torch.uint8).view(self._layers[0].dtype)
-               .view(n_total, self._tp, *g.block_shape())[:, self._rank])
+        if len(block_ids) != n_total:
+            return f"bad-blocks: {len(block_ids)} pulled blocks for {len(spec.token_ids)} tokens ({n_total} blocks)", ()
         end = spec.first_pd_block + len(spec.vllm_blocks)
         if end > n_total:
-            return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}"
-        read_pd_blocks(src[spec.first_pd_block:end], self._layers, spec.vllm_blocks)
-        t2 = time.perf_counter()
-        log.log(self._timing_level, "D loaded %s: pd blocks %d..%d -> vLLM blocks %s, %d bytes; pull %.2f ms "
-                "(pd-connector's own %.2f ms), read-out %.2f ms, copy %.2f ms", spec.request_id, spec.first_pd_block,
-                end - 1, spec.vllm_blocks, len(data), 1000 * (t_pulled - t0),
-                float(((pulled or {}).get("timings") or {}).get("pull_ms", -1)), 1000 * (t1 - t_pulled), 1000 * (t2 - t1))
-        return None
+            return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}", ()
+        src = self._files.blocks(path, int(region_bytes), g, self._layers[0].dtype)
+        pd_blocks = [int(b) for b in block_ids[spec.first_pd_block:end]]
+        if any(b < 0 or b >= src.shape[0] for b in pd_blocks):
+            return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}", ()
+        read_pd_blocks(src, self._layers, spec.vllm_blocks, pd_blocks)
+        return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
+
+    def _release_pulled(self, spec: LoadSpec) -> str | None:
+        """DELETE the copied pull: None once D's pd-connector freed it, else why the copy cannot be trusted."""
+        try:
+            self._client.release(spec.pd_request_id)
+            return None
+        except PdError as e:
+            if e.status == 404:
+                log.warning("D request %s: the pull was released before its copy ended (pd.consumer.retention "
+                            "passed, or D's pd-connector restarted); its blocks may hold other KV", spec.request_id)
+                return "kv-released-early"
+            log.warning("D request %s: release failed, the copied KV is not trusted: %s", spec.request_id, e)
+            return f"release-failed: {e.reason}"
 
     def _release_only(self, spec: LoadSpec) -> None:
         """Pull and drop: P learns its KV was read and frees it now rather than at lease expiry."""
@@ -172,3 +216,9 @@ class PdWorker:
         self._files.close()
         self._client.close()
 
+
+
+def _phases(timings: dict) -> str:
+    """pd-connector's own phases of the pull, e.g. ``read 0.41 slot_check 0.12`` (ms), pull_ms left out."""
+    return " ".join(f"{k[:-3]} {float(v):.2f}" for k, v in timings.items()
+                    if k != "pull_ms" and k.endswith("_ms") and isinstance(v, (int, float))) or "none"

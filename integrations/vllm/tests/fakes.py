@@ -53,9 +53,6 @@ class FakeClient:
     def pull(self, request_id, token_ids, params):
         return self._answer("pull", request_id, list(token_ids), params)
 
-    def read_kv(self, request_id):
-        return self._answer("read_kv", request_id)
-
     def release(self, request_id):
         return self._answer("release", request_id)
 

@@ -38,6 +38,7 @@ class PdService:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / f"{name}.log"
+        self.shm_dir = workdir / f"{name}-shm"   # pd.kv.shm-dir: P's and D's KV files
         jar = _required(Path(os.environ.get("PD_CONNECTOR_JAR", REPO / "target/quarkus-app/quarkus-run.jar")),
                         "the packaged pd-connector jar")
         nixl = _required(Path(os.environ.get("PD_NIXL_HOME", REPO / ".cache/nixl/nixl-cu12-1.5.1")), "NIXL")
@@ -45,7 +46,7 @@ class PdService:
         java = _required(Path(java_home) / "bin" / "java", "Java 25")
         props = {"quarkus.http.port": str(self.port), "quarkus.http.host": "127.0.0.1", "pd.nixl.home": str(nixl),
                  "pd.engine-id": name, "pd.lease.state-dir": str(workdir / f"{name}-state"),
-                 "pd.kv.shm-dir": str(workdir / f"{name}-shm"), "pd.advertised-port": str(self.port)}
+                 "pd.kv.shm-dir": str(self.shm_dir), "pd.advertised-port": str(self.port)}
         props.update(settings)
         self.cmd = [str(java), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                     "--enable-native-access=ALL-UNNAMED", *[f"-D{k}={v}" for k, v in props.items()], "-jar", str(jar)]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from pd_connector_vllm import layout
 from pd_connector_vllm.layout import (
     GeometryMismatch,
     KvFiles,
@@ -75,6 +76,39 @@ def test_pd_blocks_read_back_into_other_vllm_blocks_equal_the_originals_and_touc
     for s, d in zip(src_layers, dst_layers):
         assert torch.equal(d[5], s[0]) and torch.equal(d[0], s[3]) and torch.equal(d[2], s[5])
         assert (d[1] == 7.0).all() and (d[3] == 7.0).all() and (d[4] == 7.0).all()
+
+
+def test_read_takes_each_pd_block_where_pd_blocks_says_without_a_gather():
+    """D's worker reads the pulled blocks straight out of D's whole KV file, in block_ids order."""
+    src_layers = vllm_layers(2)
+    region = torch.full((8, LAYERS, 2, HEADS, TOKENS, DIM), 3.0)
+    write_pd_blocks(src_layers, [0, 3, 5], region, [6, 1, 4])
+    dst_layers = [torch.full_like(t, 7.0) for t in src_layers]
+    read_pd_blocks(region, dst_layers, [5, 0, 2], pd_blocks=[6, 1, 4])
+    for s, d in zip(src_layers, dst_layers):
+        assert torch.equal(d[5], s[0]) and torch.equal(d[0], s[3]) and torch.equal(d[2], s[5])
+        assert (d[1] == 7.0).all() and (d[3] == 7.0).all() and (d[4] == 7.0).all()
+    with pytest.raises(ValueError):
+        read_pd_blocks(region, dst_layers, [5, 0], pd_blocks=[6, 1, 4])
+
+
+def test_runs_of_consecutive_blocks_and_the_torch_fallback_read_alike(monkeypatch):
+    """One numpy copy per run of blocks consecutive on both sides, or (for tensors numpy cannot view) torch per
+    block: the same bytes, bfloat16 included."""
+    src_layers = [t.to(torch.bfloat16) for t in vllm_layers(4)]
+    region = torch.zeros(8, LAYERS, 2, HEADS, TOKENS, DIM, dtype=torch.bfloat16)
+    pd_blocks, vllm_blocks = [2, 3, 4, 7, 0, 1], [1, 2, 3, 5, 0, 4]   # runs (2..4 -> 1..3), (7 -> 5), (0 -> 0), (1 -> 4)
+    write_pd_blocks(src_layers, list(range(6)), region, pd_blocks)
+    assert [r for r in layout._runs(pd_blocks, vllm_blocks)] == [(2, 1, 3), (7, 5, 1), (0, 0, 1), (1, 4, 1)]
+    by_numpy = [torch.zeros_like(t) for t in src_layers]
+    read_pd_blocks(region, by_numpy, vllm_blocks, pd_blocks=pd_blocks)
+    monkeypatch.setattr(layout, "_numpy_view", lambda t, shape: None)
+    by_torch = [torch.zeros_like(t) for t in src_layers]
+    read_pd_blocks(region, by_torch, vllm_blocks, pd_blocks=pd_blocks)
+    for s, a, b in zip(src_layers, by_numpy, by_torch):
+        assert torch.equal(a, b)
+        for i, vb in enumerate(vllm_blocks):
+            assert torch.equal(a[vb], s[i]), (vb, i)
 
 
 def test_layers_are_ordered_by_their_index_not_by_name():

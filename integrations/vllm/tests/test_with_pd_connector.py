@@ -1,9 +1,14 @@
 """The plugin's pieces against a real pd-connector (packaged jar, role both, real NIXL, on
-127.0.0.1): KV written through P's shared file the way the P worker writes it comes out of D's pull
-into other vLLM blocks unchanged; a declined pull is a load failure with pd-connector's reason; the
-client's errors and deadlines."""
+127.0.0.1): KV written through P's shared file the way the P worker writes it comes out of D's pull,
+read from D's shared KV file (no KV over HTTP), into other vLLM blocks unchanged, and is released; a
+pull never released is freed at pd.consumer.retention; a declined pull is a load failure with
+pd-connector's reason; the client's errors and deadlines."""
 
+import json
+import re
 import socket
+import time
+import urllib.request
 
 import pytest
 import torch
@@ -41,9 +46,9 @@ def test_kv_layout_is_the_configured_geometry(pd):
     assert layout["role"] == "both" and layout["num_blocks"] == 32
 
 
-def produce(pd, request_id, p_kv, vllm_blocks, num_tokens):
+def produce(pd, request_id, p_kv, vllm_blocks, num_tokens, token=None):
     """What the plugin does on P: reserve, the worker's copy into the shared file, finish."""
-    client = PdClient(pd.url)
+    client = PdClient(pd.url, token=token)
     r = client.reserve(request_id, num_tokens)
     p_worker = PdWorker(client, 0, 1, 1)
     p_worker.register(p_kv, client.kv_layout())
@@ -54,8 +59,8 @@ def produce(pd, request_id, p_kv, vllm_blocks, num_tokens):
     return params
 
 
-def load_on_d(pd, spec):
-    client = PdClient(pd.url)
+def load_on_d(pd, spec, client=None):
+    client = client or PdClient(pd.url)
     d_kv = vllm_caches()
     worker = PdWorker(client, 0, 1, 1)
     worker.register(d_kv, client.kv_layout())
@@ -64,13 +69,46 @@ def load_on_d(pd, spec):
     return worker.take_results(), d_kv
 
 
+def http_requests(service):
+    """D's own count of the HTTP requests it served, by (method, uri template), from /q/metrics."""
+    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
+        text = r.read().decode()
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r"http_server_requests_seconds_count\{(.*)\} (\S+)$", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            key = (labels.get("method"), labels.get("uri"))
+            counts[key] = counts.get(key, 0) + float(m.group(2))
+    return counts
+
+
+def d_holds(service):
+    with urllib.request.urlopen(service.url + "/v1/status", timeout=5) as r:
+        d = json.load(r)["consumer"]
+    return d["pulls_live"], d["blocks_in_use"]
+
+
+KV_READOUT = ("GET", "/v1/consumer/requests/{id}/kv")
+RELEASE = ("DELETE", "/v1/consumer/requests/{id}")
+PULL = ("POST", "/v1/consumer/pull")
+
+
 def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_unchanged(pd):
     p_kv = vllm_caches(seed=11)
     params = produce(pd, "plug-1", p_kv, [6, 2, 4], 10)
     assert params["do_remote_prefill"] is True and params["remote_num_tokens"] == 10
     assert "remote_lease_slot" in params and "remote_lease_nonce" in params
+    before = http_requests(pd)
     results, d_kv = load_on_d(pd, LoadSpec("plug-1-d", "plug-1-d", list(range(10)), params, [1, 7, 3], 0))
+    after = http_requests(pd)
     assert results.finished == {"plug-1-d"} and results.failed == {}
+    # the KV came out of D's shared file: D served the pull and its release, and no read-out
+    assert (pd.shm_dir / "pd-pd-plugin-test-d0.kv").stat().st_size == 32 * L * 2 * H * T * D * 4
+    assert after.get(KV_READOUT, 0) == before.get(KV_READOUT, 0) == 0, after
+    assert after.get(PULL, 0) - before.get(PULL, 0) == 1, after
+    assert after.get(RELEASE, 0) - before.get(RELEASE, 0) == 1, after
+    assert d_holds(pd) == (0, 0), "released: D's blocks are free again"
     p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
     for l in range(L):   # whole blocks, the last one too: a plane's interior is the attention kernel's
         assert torch.equal(d_layers[l][1], p_layers[l][6]) and torch.equal(d_layers[l][7], p_layers[l][2])
@@ -105,9 +143,6 @@ def test_an_aborted_reservation_cannot_be_finished(pd):
 
 def test_nothing_is_held_after_the_tests(pd):
     """Every lease above was read (D notified P) or aborted: P and D hold no block, slot or pull."""
-    import json
-    import time
-    import urllib.request
     deadline = time.monotonic() + 10
     while True:
         with urllib.request.urlopen(pd.url + "/v1/status", timeout=5) as r:
@@ -118,6 +153,45 @@ def test_nothing_is_held_after_the_tests(pd):
             break
         time.sleep(0.1)
     assert held == (0, 0, 0, 0, 0), status
+
+
+RETENTION_S = 2
+
+
+@pytest.fixture(scope="module")
+def pd_retention(tmp_path_factory):
+    """D keeps an unreleased pull's blocks for pd.consumer.retention (here 2 s, 60 s by default)."""
+    with PdService(tmp_path_factory.mktemp("pd-ret"), "pd-plugin-ret",
+                   {**GEOMETRY, "pd.consumer.retention": f"{RETENTION_S}s"}) as service:
+        yield service
+
+
+class LateRelease(PdClient):
+    """A plugin whose copy took longer than pd.consumer.retention: its release comes after it."""
+
+    def release(self, request_id):
+        time.sleep(RETENTION_S + 1.5)
+        super().release(request_id)
+
+
+def test_a_pull_never_released_is_freed_at_the_retention_and_a_release_after_it_fails_the_load(pd_retention):
+    params = produce(pd_retention, "ret-1", vllm_caches(seed=14), [0, 1], 6)
+    client = PdClient(pd_retention.url)
+    pulled = client.pull("ret-1-d", list(range(6)), params)   # and never released
+    assert len(pulled["block_ids"]) == 2 and d_holds(pd_retention) == (1, 2)
+    t0 = time.monotonic()
+    while d_holds(pd_retention) != (0, 0) and time.monotonic() - t0 < RETENTION_S + 10:
+        time.sleep(0.1)
+    assert d_holds(pd_retention) == (0, 0), "freed by pd.consumer.retention"
+    with pytest.raises(PdError) as e:
+        client.release("ret-1-d")
+    assert e.value.status == 404
+
+    params = produce(pd_retention, "ret-2", vllm_caches(seed=15), [0, 1], 6)
+    results, _ = load_on_d(pd_retention, LoadSpec("ret-2-d", "ret-2-d", list(range(6)), params, [2, 3], 0),
+                           LateRelease(pd_retention.url))
+    assert results.failed == {"ret-2-d": "kv-released-early"}, "what it copied may be another pull's by then"
+    assert d_holds(pd_retention) == (0, 0)
 
 
 def test_a_server_that_never_answers_is_a_timeout_within_the_deadline():
@@ -162,6 +236,17 @@ def test_with_auth_on_the_plugin_presents_its_engine_token_and_without_it_is_ref
     with pytest.raises(PdError) as e:
         PdClient(pd_auth.url).kv_layout()
     assert (e.value.status, e.value.reason) == (401, "unauthenticated")
+
+
+def test_with_auth_on_ds_plugin_pulls_and_releases_with_its_engine_token(pd_auth):
+    """The vLLM overlay gives each plugin the engine token only: D's load (pull, release) must take it."""
+    p_kv = vllm_caches(seed=16)
+    params = produce(pd_auth, "auth-2", p_kv, [5, 3], 6, token=ENGINE_TOKEN)
+    results, d_kv = load_on_d(pd_auth, LoadSpec("auth-2-d", "auth-2-d", list(range(6)), params, [0, 1], 0),
+                              PdClient(pd_auth.url, token=ENGINE_TOKEN))
+    assert results.failed == {} and results.finished == {"auth-2-d"}
+    for p_layer, d_layer in zip(p_kv.values(), d_kv.values()):
+        assert torch.equal(d_layer[0], p_layer[5]) and torch.equal(d_layer[1], p_layer[3])
 
 
 def test_during_a_rotation_the_plugin_given_the_services_token_list_is_accepted(pd_auth, monkeypatch):

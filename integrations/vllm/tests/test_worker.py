@@ -1,7 +1,9 @@
-"""The worker side: a received pull lands in vLLM's blocks, every other outcome is a load failure
-(vLLM then applies kv_load_failure_policy), P's copy goes into the file, and no thread outlives
-shutdown."""
+"""The worker side: a received pull is copied from D's KV file into vLLM's blocks and released (no KV
+over HTTP), every other outcome is a load failure (vLLM then applies kv_load_failure_policy), P's copy
+goes into the file, and no thread outlives shutdown."""
 
+import logging
+import re
 import threading
 import time
 
@@ -51,22 +53,40 @@ def p_kv(seed=3):
     p_layers = [torch.randn(NB, H, T, 2 * D, generator=gen) for _ in range(L)]
     pd = torch.zeros(3, L, 2, H, T, D)
     write_pd_blocks(p_layers, [0, 2, 4], pd, [0, 1, 2])
-    return p_layers, bytearray(pd.numpy().tobytes())
+    return p_layers, pd
 
 
-def test_a_received_pull_lands_in_vllms_blocks_and_is_reported_finished():
-    p_layers, data = p_kv()
-    client = FakeClient({"pull": {"state": "received"}, "read_kv": data})
+D_BLOCKS = 8
+
+
+def d_file(path, pd, d_blocks=(6, 2, 4), fill=0.0):
+    """D's KV file as D's pd-connector leaves it after a pull: the pulled blocks at ``d_blocks``, other
+    blocks ``fill``; and the pull's reply that says so."""
+    region = torch.full((D_BLOCKS, L, 2, H, T, D), fill)
+    for i, b in enumerate(d_blocks):
+        region[b] = pd[i]
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(region.numpy().tobytes())
+    tmp.replace(path)   # a new file (inode), as a restarted pd-connector makes
+    return {"state": "received", "block_ids": list(d_blocks), "block_bytes": LAYOUT["block_bytes"],
+            "bytes": len(d_blocks) * LAYOUT["block_bytes"],
+            "ranks": [{"rank": 0, "kv_file": str(path), "region_bytes": D_BLOCKS * LAYOUT["block_bytes"]}],
+            "timings": {"pull_ms": 1.5, "to_loop_ms": 0.1, "read_ms": 0.9, "slot_check_ms": 0.3}}
+
+
+def test_a_received_pull_is_copied_from_ds_file_into_vllms_blocks_then_released(tmp_path):
+    p_layers, pd = p_kv()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd, fill=7.0)})
     w, kv = worker(client)
     w.start_loads([load()], [])
     r = results_within(w)
     assert r.finished == {"req-d"} and r.failed == {}
     d_layers = list(kv.values())
     for l in range(L):
-        assert torch.equal(d_layers[l][5], p_layers[l][2])   # pd block 1 <- P's vLLM block 2
-        assert torch.equal(d_layers[l][1], p_layers[l][4])   # pd block 2 <- P's vLLM block 4
-        assert not d_layers[l][0].any() and not d_layers[l][2].any()
-    assert client.names() == ["pull", "read_kv"]
+        assert torch.equal(d_layers[l][5], p_layers[l][2])   # pd block 1 (D block 2) <- P's vLLM block 2
+        assert torch.equal(d_layers[l][1], p_layers[l][4])   # pd block 2 (D block 4) <- P's vLLM block 4
+        assert not d_layers[l][0].any() and not d_layers[l][2].any()   # nothing of D's other blocks (7.0)
+    assert client.names() == ["pull", "release"]   # no KV over HTTP; released once copied
     w.shutdown()
 
 
@@ -90,14 +110,82 @@ def test_a_pull_without_answer_fails_the_load_and_releases_whatever_d_holds():
     w.shutdown()
 
 
-def test_kv_of_the_wrong_length_is_a_load_failure_not_wrong_kv():
-    _, data = p_kv()
-    client = FakeClient({"pull": {"state": "received"}, "read_kv": data[:-4]})
+def test_a_pull_whose_blocks_do_not_cover_the_prompt_is_a_load_failure_and_is_released(tmp_path):
+    _, pd = p_kv()
+    reply = d_file(tmp_path / "pd-d-d0.kv", pd)
+    reply["block_ids"] = reply["block_ids"][:2]
+    client = FakeClient({"pull": reply})
     w, kv = worker(client)
     w.start_loads([load()], [])
-    assert results_within(w).failed["req-d"].startswith("bad-length")
+    assert results_within(w).failed["req-d"].startswith("bad-blocks")
     assert all(not t.any() for t in kv.values())
+    assert client.names() == ["pull", "release"]
     w.shutdown()
+
+
+def test_a_reply_without_ds_kv_file_is_a_load_failure_and_is_released(tmp_path):
+    _, pd = p_kv()
+    for broken in ({"ranks": [{"rank": 0, "kv_file": None, "region_bytes": 0}]}, {"ranks": None}):
+        reply = dict(d_file(tmp_path / "pd-d-d0.kv", pd), **broken)
+        client = FakeClient({"pull": reply})
+        w, kv = worker(client)
+        w.start_loads([load()], [])
+        reason = results_within(w).failed["req-d"]
+        assert reason.startswith("no-kv-file" if broken["ranks"] else "bad-answer"), reason
+        assert all(not t.any() for t in kv.values())
+        assert client.names() == ["pull", "release"]
+        w.shutdown()
+
+
+def test_a_pull_released_before_its_copy_ended_is_a_load_failure(tmp_path):
+    """pd.consumer.retention passed (or D restarted) between the reply and the release: the blocks may
+    have gone to another pull meanwhile, so what was copied is not trusted."""
+    _, pd = p_kv()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd),
+                         "release": PdError(404, "unknown-request", "no such request")})
+    w, _ = worker(client)
+    w.start_loads([load()], [])
+    assert results_within(w).failed == {"req-d": "kv-released-early"}
+    client.answers["release"] = PdError(0, "timeout", "no answer")
+    w.start_loads([load()], [])
+    assert results_within(w).failed == {"req-d": "release-failed: timeout"}
+    w.shutdown()
+
+
+def test_ds_file_is_mapped_once_and_again_when_d_restarts_with_a_new_file(tmp_path):
+    path = tmp_path / "pd-d-d0.kv"
+    first_p, first_pd = p_kv(seed=3)
+    client = FakeClient({"pull": d_file(path, first_pd)})
+    w, kv = worker(client)
+    w.start_loads([load()], [])
+    assert results_within(w).failed == {}
+    mapped = w._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32)
+    w.start_loads([load()], [])
+    assert results_within(w).failed == {}
+    assert w._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32) is mapped
+    second_p, second_pd = p_kv(seed=4)
+    client.answers["pull"] = d_file(path, second_pd, d_blocks=(1, 3, 0))   # D restarted: a new file
+    w.start_loads([load()], [])
+    assert results_within(w).failed == {}
+    for l in range(L):
+        assert torch.equal(list(kv.values())[l][5], second_p[l][2])
+        assert torch.equal(list(kv.values())[l][1], second_p[l][4])
+    w.shutdown()
+
+
+def test_the_timing_line_says_pull_with_pd_connectors_phases_copy_and_release(tmp_path, caplog):
+    _, pd = p_kv()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd)})
+    w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, timing_level=logging.INFO)
+    w.register(caches(), LAYOUT)
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.start_loads([load()], [])
+        results_within(w)
+        w.shutdown()
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("D loaded req-d"))
+    assert re.search(r"pd blocks \[2, 4\] -> vLLM blocks \[5, 1\], 2048 bytes; pull [0-9.]+ ms "
+                     r"\(pd-connector's own 1\.50 ms: to_loop 0\.10 read 0\.90 slot_check 0\.30\), "
+                     r"copy [0-9.]+ ms, release [0-9.]+ ms$", line), line
 
 
 def test_a_release_only_pull_is_released_and_never_reported_to_vllm():

@@ -30,6 +30,7 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Executor;
@@ -61,9 +62,17 @@ public class ConsumerResource {
 
     @POST
     @Path("/pull")
-    @RolesAllowed(AuthRole.ROUTER)
-    @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason")
+    // a router's D leg, or the engine beside D pulling for itself (vLLM's plugin, which holds the engine token only)
+    @RolesAllowed({AuthRole.ROUTER, AuthRole.ENGINE})
+    @Operation(summary = "Pull P's KV; 200 received or recomputed, 409 declined with the reason",
+            description = "The KV stays in D's blocks block_ids, in D's KV files (ranks[].kv_file), until the pull"
+                    + " is released (DELETE /v1/consumer/requests/{id}, or GET .../kv, which returns it and releases)"
+                    + " or pd.consumer.retention passes; an engine on D's host maps the files and reads the blocks"
+                    + " in place. kv_checksum and matches_reference are computed only when asked for.")
     public Uni<PullResponse> pull(@Valid @NotNull PullRequest request,
+            @QueryParam("kv_checksum") @DefaultValue("false") @Parameter(description = "also answer kv_checksum,"
+                    + " CRC-32C of the pulled KV as GET .../kv returns it (reads every pulled byte: about 0.1 ms"
+                    + " per MiB)") boolean checksum,
             @QueryParam("matches_reference") @DefaultValue("false") @Parameter(description = "also compare the"
                     + " pulled KV with the reference engine's KV of the prompt and answer matches_reference"
                     + " (recomputes the prompt's KV on a worker thread: costs about what a prefill does)")
@@ -76,31 +85,40 @@ public class ConsumerResource {
         Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
         return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params,
                 ConsumerResource::cancelWhenClientGoes, replyOn)
-                .map(outcome -> reply(request.requestId(), outcome, start, checkReference));
+                .map(outcome -> reply(request.requestId(), outcome, start, checksum, checkReference));
     }
 
-    /** Reads the pulled KV in place, on this thread, not on D's step loop; a pull released meanwhile has none left. */
-    private PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checkReference) {
+    /**
+     * Says where the pulled KV is; reads it in place (checksum, reference check), on this thread, not on D's
+     * step loop, only when asked. A pull released meanwhile has none left.
+     */
+    private PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checksum,
+            boolean checkReference) {
         long replyAt = System.nanoTime();
         PulledKv kv = outcome.kv();
         if (!kv.pin()) {
             throw new UnknownRequestException("consumer", requestId);
         }
-        String checksum;
+        String crc = null;
         Boolean reference;
         Map<String, Double> timings = new LinkedHashMap<>();
         timings.put("pull_ms", (replyAt - enteredAt) / 1e6);
         timings.putAll(outcome.timeline().phasesMillis(enteredAt, replyAt));
         try {
-            checksum = checksumText(kv.crc32c());
-            timings.put("checksum_ms", (System.nanoTime() - replyAt) / 1e6);
+            if (checksum) {
+                crc = checksumText(kv.crc32c());
+                timings.put("checksum_ms", (System.nanoTime() - replyAt) / 1e6);
+            }
             reference = checkReference && outcome.localBlockIds().length > 0 ? kv.matches(this.reference) : null;
         } finally {
             kv.unpin();
         }
+        List<ReservationResponse.Rank> ranks = kv.regions().stream().map(r -> new ReservationResponse.Rank(r.rank(),
+                r.file().map(Object::toString).orElse(null), r.regionBytes())).toList();
         return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(),
-                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), checksum, reference, timings);
+                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), kv.rankBlockBytes(), ranks, crc,
+                reference, timings);
     }
 
     /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */
@@ -142,7 +160,10 @@ public class ConsumerResource {
     @Path("/requests/{id}")
     // the release of what a router pulled and an engine would have read: either may give it up, and an operator
     @RolesAllowed({AuthRole.OPERATOR, AuthRole.ROUTER, AuthRole.ENGINE})
-    @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight")
+    @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight",
+            description = "204 once D's blocks are free again (an engine that read them in place from D's KV"
+                    + " files may then trust what it copied); 404 if the pull is unknown, e.g. released already"
+                    + " by pd.consumer.retention, when its blocks may since hold another pull's KV")
     public void release(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
                     description = RequestIds.SCHEMA_DESCRIPTION) String id) {

@@ -55,6 +55,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .maxPeerDescriptors(c.maxPeerDescriptors())
                 .maxPeers(c.maxPeers())
                 .commandQueueCapacity(pd.http().queueCapacity())
+                .kvShmDir(Path.of(pd.kv().shmDir()))
                 .build();
     }
 

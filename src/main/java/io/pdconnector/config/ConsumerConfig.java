@@ -1,14 +1,17 @@
 package io.pdconnector.config;
 
 import io.pdconnector.kv.ModelGeometry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A decode instance's settings, built with {@link #builder} (the service builds them from
  * {@link PdConfig} in {@link ConnectorSettings}). {@code slotReadSpins} bounds how many times a step
  * polls a slot READ before leaving it to the next step; {@code slotChecksPerRead} is how many pulls one
- * slot READ can serve.
+ * slot READ can serve. {@code kvShmDir} null keeps each rank's received KV in anonymous memory; otherwise
+ * it is a file there that a local engine maps to read its pulls' blocks in place ({@link #kvFile}).
  */
 public record ConsumerConfig(
         InstanceSettings instance,
@@ -23,7 +26,8 @@ public record ConsumerConfig(
         int maxPeerBlocks,
         int maxPeerDescriptors,
         int maxPeers,
-        int commandQueueCapacity) implements InstanceScoped {
+        int commandQueueCapacity,
+        Path kvShmDir) implements InstanceScoped {
 
     /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
     public static final Duration DEFAULT_HEARTBEAT = LeaseSettings.DEFAULT_DURATION.dividedBy(6);
@@ -41,6 +45,7 @@ public record ConsumerConfig(
         Require.positive("heartbeatInterval", heartbeatInterval);
         Require.positive("pullTimeout", pullTimeout);
         Require.positive("retention", retention);
+        kvShmDir = kvShmDir == null ? null : kvShmDir.toAbsolutePath();
     }
 
     /** Settings with every default ({@link Builder}) but the engine id. */
@@ -52,13 +57,21 @@ public record ConsumerConfig(
         return builder(engineId).build();
     }
 
+    /**
+     * Rank {@code rank}'s file of received KV, {@code pd-<engine>-d<rank>.kv} in {@code kvShmDir} (P's are
+     * {@code -r<rank>}, so an instance serving both sides keeps two); empty without a directory.
+     */
+    public Optional<Path> kvFile(int rank) {
+        return Optional.ofNullable(kvShmDir).map(dir -> dir.resolve("pd-" + engineId() + "-d" + rank + ".kv"));
+    }
+
 
     /**
      * Builds {@link ConsumerConfig}s; the defaults are those of {@link PdConfig}: tp 1,
      * {@link ModelGeometry#DEFAULT}, 256 blocks, verified leases with policy {@code FAIL}, heartbeats
      * every 5 s, a 120 s pull timeout, a 60 s retention of decided KV, 1 slot READ poll per step, 64 slot
-     * checks per READ, peers of at most 2^20 blocks and 2^22 descriptors per list, and a command queue
-     * of 1024.
+     * checks per READ, peers of at most 2^20 blocks and 2^22 descriptors per list, a command queue
+     * of 1024 and no KV file directory.
      */
     public static final class Builder {
 
@@ -77,6 +90,7 @@ public record ConsumerConfig(
         private int maxPeerDescriptors = 1 << 22;
         private int maxPeers = 64;
         private int commandQueueCapacity = 1024;
+        private Path kvShmDir;
 
         private Builder(String engineId) {
             this.engineId = engineId;
@@ -159,10 +173,16 @@ public record ConsumerConfig(
             return this;
         }
 
+        /** Keep each rank's received KV in a file in {@code dir} (null: anonymous memory). */
+        public Builder kvShmDir(Path dir) {
+            this.kvShmDir = dir;
+            return this;
+        }
+
         public ConsumerConfig build() {
             return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
                     failurePolicy, heartbeatInterval, pullTimeout, retention, slotReadSpins, slotChecksPerRead,
-                    maxPeerBlocks, maxPeerDescriptors, maxPeers, commandQueueCapacity);
+                    maxPeerBlocks, maxPeerDescriptors, maxPeers, commandQueueCapacity, kvShmDir);
         }
     }
 }

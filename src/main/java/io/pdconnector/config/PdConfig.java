@@ -109,7 +109,8 @@ public interface PdConfig {
 
         /**
          * Where P keeps each rank's KV region as a file a local engine can map,
-         * {@code pd-<engine-id>-r<rank>.kv} (created if missing; a tmpfs, so the KV stays in memory).
+         * {@code pd-<engine-id>-r<rank>.kv}, and D each rank's received KV, {@code pd-<engine-id>-d<rank>.kv}
+         * (created if missing; a tmpfs, so the KV stays in memory).
          */
         @WithDefault("/dev/shm")
         @NotBlank

@@ -6,7 +6,12 @@ import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
 
-/** One decode rank: its agent and the KV region pulled blocks land in. */
+/**
+ * One decode rank: its agent and the KV region pulled blocks land in. The region is a shared file when the
+ * config names a directory for it ({@link ConsumerConfig#kvFile}), so a local engine reads a pull's blocks in
+ * place: created and zeroed here, locked while mapped (a second D with the same engine id fails to start) and
+ * unlinked at {@link #close}, as P's files are.
+ */
 final class ConsumerRank {
 
     private final int rank;
@@ -23,7 +28,10 @@ final class ConsumerRank {
         TransferAgent agent = engine.createAgent(config.engineId() + "-d" + rank);
         try {
             long bytes = config.numBlocks() * config.geometry().blockBytes(config.tpSize());
-            return new ConsumerRank(rank, agent, agent.allocate("kv", bytes));
+            RegisteredRegion kv = config.kvFile(rank).isPresent()
+                    ? agent.allocateShared("kv", config.kvFile(rank).get(), bytes)
+                    : agent.allocate("kv", bytes);
+            return new ConsumerRank(rank, agent, kv);
         } catch (RuntimeException e) {
             agent.close();
             throw e;
@@ -40,6 +48,10 @@ final class ConsumerRank {
 
     RegisteredRegion kv() {
         return kv;
+    }
+
+    KvRegion region() {
+        return new KvRegion(rank, kv.sharedFile(), kv.length());
     }
 
     /** No blocks: the pull read nothing (D's own prefix cache holds the prompt), so there is nothing to write. */

@@ -62,10 +62,12 @@ final class ConsumerState {
     /** A decided pull's KV, in place, for callers to read off the loop. */
     PulledKv exposeKv(Pull pull) {
         List<MemorySegment> segments = new ArrayList<>(ranks.size());
+        List<KvRegion> regions = new ArrayList<>(ranks.size());
         for (ConsumerRank rank : ranks) {
             segments.add(rank.kv().segment());
+            regions.add(rank.region());
         }
-        return new PulledKv(segments, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
+        return new PulledKv(segments, regions, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
     }
 
     /** Takes a pull out of whichever phase list holds it. */

@@ -7,6 +7,9 @@ import io.pdconnector.loop.Resources;
 import io.pdconnector.loop.StepWorker;
 import io.pdconnector.protocol.MetadataDirectory;
 import io.pdconnector.transfer.TransferEngine;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.time.InstantSource;
 import java.util.List;
 import org.jboss.logging.Logger;
@@ -104,9 +107,20 @@ public final class PullScheduler implements StepWorker {
     @Override
     public void open() {
         ConsumerConfig config = state.config;
+        createShmDir(config);
         state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ConsumerRank.open(engine, config, r),
                 ConsumerRank::close));
         open = true;
+    }
+
+    private static void createShmDir(ConsumerConfig config) {
+        if (config.kvShmDir() != null) {
+            try {
+                Files.createDirectories(config.kvShmDir());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create the KV file directory " + config.kvShmDir(), e);
+            }
+        }
     }
 
     @Override

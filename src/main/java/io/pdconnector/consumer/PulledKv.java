@@ -9,8 +9,10 @@ import java.util.zip.CRC32C;
 
 /**
  * A decided pull's KV where it sits, in D's local blocks, for a caller's thread to read (the pull
- * reply's CRC-32C and reference check), so that reading it costs the step loop nothing. The order is
- * {@link KvReadout}'s: block by block, each rank's slice in rank order.
+ * reply's CRC-32C and reference check, when asked for), so that reading it costs the step loop nothing. The
+ * order is {@link KvReadout}'s: block by block, each rank's slice in rank order. {@link #regions} say where
+ * those blocks are for a local engine that maps D's KV files: it reads them in place until it releases the
+ * pull (the loop keeps the blocks until then, or until {@code pd.consumer.retention} has passed).
  *
  * <p>A reader {@link #pin}s it first and {@link #unpin}s it when done. The loop frees the blocks only
  * once it has {@link #retire}d it, which succeeds only while no reader holds a pin; until then the blocks
@@ -21,6 +23,7 @@ public final class PulledKv {
     private static final int RETIRED = -1;
 
     private final List<MemorySegment> ranks;
+    private final List<KvRegion> regions;
     private final int[] blocks;
     private final int[] tokens;
     private final long rankBlockBytes;
@@ -28,8 +31,9 @@ public final class PulledKv {
     /** Readers holding a pin, or {@link #RETIRED} once the loop has let the blocks go. */
     private final AtomicInteger pins = new AtomicInteger();
 
-    PulledKv(List<MemorySegment> ranks, int[] blocks, int[] tokens, long rankBlockBytes) {
+    PulledKv(List<MemorySegment> ranks, List<KvRegion> regions, int[] blocks, int[] tokens, long rankBlockBytes) {
         this.ranks = List.copyOf(ranks);
+        this.regions = List.copyOf(regions);
         this.blocks = blocks.clone();
         this.tokens = tokens;
         this.rankBlockBytes = rankBlockBytes;
@@ -57,6 +61,16 @@ public final class PulledKv {
     /** Loop thread: true if no reader holds a pin, and then none ever will; the blocks may be freed. */
     boolean retire() {
         return pins.get() == RETIRED || pins.compareAndSet(0, RETIRED);
+    }
+
+    /** Each decode rank's KV region, in rank order: its file (if shared) and size. */
+    public List<KvRegion> regions() {
+        return regions;
+    }
+
+    /** One rank's slice of a block: block {@code b} of a rank starts at byte {@code b * rankBlockBytes()}. */
+    public long rankBlockBytes() {
+        return rankBlockBytes;
     }
 
     /** Bytes in all: blocks × ranks × one rank's slice of a block. */

@@ -37,7 +37,7 @@ class AuthQuarkusTest {
     /** Every operation and the roles it allows: the README's "Authentication" table. */
     static final Map<String, Set<String>> ROLES = Map.ofEntries(
             Map.entry("POST /v1/producer/prefill", Set.of("router")),
-            Map.entry("POST /v1/consumer/pull", Set.of("router")),
+            Map.entry("POST /v1/consumer/pull", Set.of("router", "engine")),
             Map.entry("POST /v1/completions", Set.of("router")),
             Map.entry("POST /v1/chat/completions", Set.of("router")),
             Map.entry("GET /v1/models", Set.of("router")),
@@ -243,7 +243,8 @@ class AuthQuarkusTest {
         assertTrue(kv.length > 0);
 
         Map<String, Double> after = refusals();
-        assertEquals(3.0, delta(before, after, "unauthenticated", "router"), "prefill, pull, pull: " + after);
+        assertEquals(1.0, delta(before, after, "unauthenticated", "router"), "prefill: " + after);
+        assertEquals(2.0, delta(before, after, "unauthenticated", "engine,router"), "pull, pull: " + after);
         assertEquals(1.0, delta(before, after, "unauthenticated", "engine,operator,router"), "abort: " + after);
         assertEquals(1.0, delta(before, after, "forbidden", "engine,operator,router"), "abort as peer: " + after);
         assertEquals(1.0, delta(before, after, "unauthenticated", "engine"), "read-out: " + after);

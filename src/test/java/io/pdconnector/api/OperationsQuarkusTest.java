@@ -48,7 +48,7 @@ class OperationsQuarkusTest {
         Map<String, Object> params = BadInputQuarkusTest.prefill("m-2");
         String checksum = given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "m-2", "prompt", "one two three", "kv_transfer_params", params))
-                .post("/v1/consumer/pull?matches_reference=true").then().statusCode(200)
+                .post("/v1/consumer/pull?matches_reference=true&kv_checksum=true").then().statusCode(200)
                 .body("matches_reference", equalTo(true))
                 .extract().path("kv_checksum");
         assertTrue(metric("nixl_xfer_time_seconds_count") > reads, "the block READ was timed");

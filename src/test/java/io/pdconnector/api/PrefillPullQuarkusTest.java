@@ -40,23 +40,27 @@ class PrefillPullQuarkusTest {
         Map<String, Number> timings = given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "q-1", "prompt", "the quick brown fox jumps over the lazy dog again and again",
                         "kv_transfer_params", params))
-                .post("/v1/consumer/pull")
+                .post("/v1/consumer/pull?kv_checksum=true")
                 .then().statusCode(200)
                 .body("state", equalTo("received"))
                 .body("bytes", greaterThan(0))
                 .body("kv_checksum", startsWith("crc32c:"))
                 .body("$", not(hasKey("matches_reference"))) // asked for with ?matches_reference=true
                 .extract().path("timings");
-        assertWhereThePullTimeWent(timings);
+        assertWhereThePullTimeWent(timings, true);
 
         given().delete("/v1/consumer/requests/q-1").then().statusCode(204);
     }
 
     /** Every phase of a verified pull that read blocks is there, and they add up to {@code pull_ms}. */
-    private static void assertWhereThePullTimeWent(Map<String, Number> timings) {
+    private static void assertWhereThePullTimeWent(Map<String, Number> timings, boolean checksum) {
         List<String> phases = List.of("to_loop_ms", "queued_ms", "post_ms", "read_ms", "slot_check_ms", "to_reply_ms");
-        assertEquals(Set.of("pull_ms", "checksum_ms", "to_loop_ms", "queued_ms", "post_ms", "read_ms", "slot_check_ms",
-                "to_reply_ms"), timings.keySet(), "timings: " + timings);
+        Set<String> expected = new java.util.HashSet<>(phases);
+        expected.add("pull_ms");
+        if (checksum) {
+            expected.add("checksum_ms");
+        }
+        assertEquals(expected, timings.keySet(), "timings: " + timings);
         double sum = 0;
         for (String phase : phases) {
             double ms = timings.get(phase).doubleValue();
@@ -64,6 +68,47 @@ class PrefillPullQuarkusTest {
             sum += ms;
         }
         assertEquals(timings.get("pull_ms").doubleValue(), sum, 1e-3, "the phases add up to pull_ms: " + timings);
+    }
+
+    /**
+     * Issue 23: an engine beside D reads a pull's KV in place. The reply says where: D's blocks
+     * {@code block_ids} in each rank's KV file ({@code pd.kv.shm-dir}/pd-&lt;engine&gt;-d&lt;rank&gt;.kv),
+     * and those bytes are what {@code GET .../kv} returns; no checksum is computed unless asked for.
+     */
+    @Test
+    void aPullSaysWhereItsBlocksAreInDsKvFileAndComputesNoChecksumUnlessAsked() throws Exception {
+        String prompt = "a pull read in place from the decoder's own shared file of received blocks";
+        Map<String, Object> params = given().contentType(ContentType.JSON)
+                .body(Map.of("request_id", "q-4", "prompt", prompt, "kv_transfer_params", Map.of("do_remote_decode", true)))
+                .post("/v1/producer/prefill").then().statusCode(200).extract().path("kv_transfer_params");
+
+        io.restassured.path.json.JsonPath pulled = given().contentType(ContentType.JSON)
+                .body(Map.of("request_id", "q-4", "prompt", prompt, "kv_transfer_params", params))
+                .post("/v1/consumer/pull")
+                .then().statusCode(200)
+                .body("state", equalTo("received"))
+                .body("$", not(hasKey("kv_checksum")))
+                .body("$", not(hasKey("matches_reference")))
+                .body("block_bytes", equalTo(196_608))
+                .body("ranks", hasSize(1))
+                .body("ranks[0].rank", equalTo(0))
+                .body("ranks[0].kv_file", org.hamcrest.Matchers.endsWith("target/pd-shm-test/pd-pd-test-d0.kv"))
+                .body("ranks[0].region_bytes", equalTo(64 * 196_608))
+                .extract().jsonPath();
+        assertWhereThePullTimeWent(pulled.getMap("timings"), false);
+        List<Integer> blocks = pulled.getList("block_ids", Integer.class);
+        java.nio.file.Path file = java.nio.file.Path.of(pulled.getString("ranks[0].kv_file"));
+        byte[] inFile = new byte[blocks.size() * 196_608];
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file)) {
+            for (int i = 0; i < blocks.size(); i++) {
+                java.nio.ByteBuffer slice = java.nio.ByteBuffer.wrap(inFile, i * 196_608, 196_608);
+                channel.read(slice, (long) blocks.get(i) * 196_608);
+            }
+        }
+        byte[] readOut = given().get("/v1/consumer/requests/q-4/kv").then().statusCode(200).extract().asByteArray();
+        org.junit.jupiter.api.Assertions.assertArrayEquals(readOut, inFile, "D's file holds the pulled KV at block_ids");
+        assertTrue(java.util.stream.IntStream.range(0, inFile.length).anyMatch(i -> inFile[i] != 0),
+                "the reference engine's KV, not zeroed blocks");
     }
 
     @Test

@@ -27,7 +27,8 @@ class ConnectorSettingsTest {
         assertEquals(ModelGeometry.DEFAULT, s.geometry());
         assertEquals(ProducerConfig.builder("pd-local", Path.of(".cache/pd-state"))
                 .kvShmDir(Path.of("/dev/shm")).build(), s.producer(), "only the KV file directory differs");
-        assertEquals(ConsumerConfig.defaults("pd-local"), s.consumer());
+        assertEquals(ConsumerConfig.builder("pd-local").kvShmDir(Path.of("/dev/shm")).build(), s.consumer(),
+                "only the KV file directory differs");
         assertEquals(new LoopSettings(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofMillis(1),
                 Duration.ofSeconds(10)), s.loop());
         assertEquals(StepLoop.DEFAULT_MAX_IDLE_PARK, s.loop().maxIdlePark());
@@ -78,7 +79,7 @@ class ConnectorSettingsTest {
                 .failurePolicy(LoadFailurePolicy.RECOMPUTE).heartbeatInterval(Duration.ofSeconds(2))
                 .pullTimeout(Duration.ofSeconds(45)).retention(Duration.ofSeconds(90)).slotReadSpins(11)
                 .slotChecksPerRead(5).maxPeerBlocks(1000)
-                .maxPeerDescriptors(2000).commandQueueCapacity(33)
+                .maxPeerDescriptors(2000).commandQueueCapacity(33).kvShmDir(Path.of("/tmp/kv"))
                 .build(), s.consumer(), "the heartbeat defaults to lease / 6");
         assertEquals(new LoopSettings(Duration.ofMinutes(2), Duration.ofSeconds(3), Duration.ofMillis(250),
                 Duration.ofSeconds(20)), s.loop());

@@ -96,6 +96,7 @@ class AuthFleetIT {
     private static Map<String, String> consumer(String engineId, String peer) {
         Map<String, String> m = auth(engineId, peer);
         m.put("pd.role", "consumer");
+        m.put("pd.kv.shm-dir", ServiceProcess.TARGET.resolve("it-shm").toString());
         m.put("pd.registry.store", "static");
         m.put("pd.registry.static.peers", "127.0.0.1:" + p.port);
         m.put("pd.registry.static.refresh-interval", "300ms");

@@ -39,6 +39,7 @@ final class PairSettings {
         settings.put("pd.engine-id", engineId);
         settings.put("pd.role", "consumer");
         settings.put("pd.kv.num-blocks", Integer.toString(blocks));
+        settings.put("pd.kv.shm-dir", TARGET.resolve("it-shm").toString());
         settings.put("pd.lease.duration", lease.toMillis() + "ms");
         settings.put("pd.registry.store", "static");
         settings.put("pd.registry.static.peers", producer);

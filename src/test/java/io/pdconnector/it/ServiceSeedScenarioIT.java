@@ -117,6 +117,7 @@ class ServiceSeedScenarioIT {
     private static Map<String, String> consumer(boolean verification, String policy, String producers) {
         Map<String, String> m = new LinkedHashMap<>();
         m.put("pd.role", "consumer");
+        m.put("pd.kv.shm-dir", ServiceProcess.TARGET.resolve("it-shm").toString()); // D's KV files, not in /dev/shm
         m.put("pd.registry.store", "static");
         m.put("pd.registry.static.peers", producers);
         m.put("pd.registry.static.refresh-interval", "500ms");
@@ -312,7 +313,7 @@ class ServiceSeedScenarioIT {
     /** POST /v1/consumer/pull with P's params exactly as P returned them; the body of the expected status. */
     private static JsonNode pull(ServiceProcess d, String id, int[] tokens, JsonNode params, int status)
             throws Exception {
-        Reply r = d.post("/v1/consumer/pull?matches_reference=true", Map.of("request_id", id, "token_ids", tokens,
+        Reply r = d.post("/v1/consumer/pull?matches_reference=true&kv_checksum=true", Map.of("request_id", id, "token_ids", tokens,
                 "kv_transfer_params", params));
         JsonNode body = r.json();
         ANSWERED.get(d).merge(r.status() == 409 ? "declined" : body.path("state").asText(), 1, Integer::sum);

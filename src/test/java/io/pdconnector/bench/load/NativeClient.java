@@ -53,7 +53,9 @@ public final class NativeClient implements LoadClient {
         long t1 = System.nanoTime();
         Http.Reply pulled;
         try {
-            pulled = http.post(consumer, "/v1/consumer/pull", Map.of("request_id", id, "token_ids",
+            // the read-out is checked against the pull's checksum, which is computed only when asked for
+            String pull = release == LoadOptions.Release.DELETE ? "/v1/consumer/pull" : "/v1/consumer/pull?kv_checksum=true";
+            pulled = http.post(consumer, pull, Map.of("request_id", id, "token_ids",
                     prefilled.request().tokens(), "kv_transfer_params", prefilled.params()));
         } catch (Exception e) {
             interruptedAgain(e);

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""D's load as vLLM sees it (the plugin's load thread: pull, copy from D's KV file into vLLM's blocks, release)
+against what it cannot do without: pd-connector's own pull_ms plus one memcpy of the same bytes.
+
+    JAVA_HOME=... PD_NIXL_HOME=.../nixl-cu12-1.5.1 PYTHONPATH=integrations/vllm \\
+        <vLLM venv>/bin/python bench/d_load_bench.py [--geometry tiny,qwen] [--prompts 300,4096] [--n 100]
+
+Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
+a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
+prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
+(``PdWorker._pull_and_copy``, what a load thread runs), split into the pull as the plugin sees it, the copy and
+the release. For reference it also times the previous engine path on pulls of the same size: the pull plus the
+KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
+between two contiguous buffers, on the load thread. Prints one row per geometry and prompt length
+(p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "integrations/vllm"))
+
+from pd_connector_vllm.client import PdClient  # noqa: E402
+from pd_connector_vllm.specs import LoadSpec, SaveSpec  # noqa: E402
+from pd_connector_vllm.worker import PdWorker  # noqa: E402
+
+GEOMETRIES = {  # layers, KV heads, head dim; bf16, vLLM's CPU block of 128 tokens
+    "tiny": (2, 2, 32),        # integrations/vllm/scripts/make-tiny-model.py
+    "qwen": (24, 2, 64),       # Qwen2.5-0.5B
+}
+BLOCK_TOKENS = 128
+PD_BLOCKS = 96
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    def __init__(self, work: Path, name: str, role: str, geometry: tuple[int, int, int], peer: str | None):
+        layers, heads, dim = geometry
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        java = Path(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64")) / "bin/java"
+        jar = os.environ.get("PD_CONNECTOR_JAR", str(REPO / "target/quarkus-app/quarkus-run.jar"))
+        props = {"quarkus.http.host": "127.0.0.1", "quarkus.http.port": self.port, "pd.role": role,
+                 "pd.engine-id": name, "pd.advertised-port": self.port, "pd.nixl.home": os.environ["PD_NIXL_HOME"],
+                 "pd.model.layers": layers, "pd.model.kv-heads": heads, "pd.model.head-dim": dim,
+                 "pd.model.block-tokens": BLOCK_TOKENS, "pd.model.dtype-bytes": 2, "pd.kv.num-blocks": PD_BLOCKS,
+                 "pd.kv.shm-dir": work / "shm", "pd.lease.state-dir": work / f"{name}-state",
+                 "pd.consumer.failure-policy": "fail", "quarkus.log.level": "WARN"}
+        if peer:
+            props.update({"pd.registry.store": "static", "pd.registry.static.peers": peer.removeprefix("http://"),
+                          "pd.registry.static.refresh-interval": "300ms"})
+        self.log = open(work / f"{name}.log", "w")
+        self.process = subprocess.Popen([str(java), "-Xmx512m", "--enable-native-access=ALL-UNNAMED",
+                                         *[f"-D{k}={v}" for k, v in props.items()], "-jar", jar],
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{name} exited; see {self.log.name}")
+            try:
+                with urllib.request.urlopen(self.url + "/q/health/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"{name} not ready within 120 s")
+
+    def lists(self, engine_id: str) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(self.url + "/v1/registry", timeout=5) as r:
+                if engine_id.encode() in r.read():
+                    return
+            time.sleep(0.3)
+        raise RuntimeError(f"D does not list {engine_id}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.log.close()
+
+
+class TimedClient(PdClient):
+    """The plugin's client, keeping the last pull's reply and the release's time for the bench."""
+
+    def pull(self, request_id, token_ids, params):
+        t0 = time.perf_counter()
+        self.last_reply = super().pull(request_id, token_ids, params)
+        self.pull_s = time.perf_counter() - t0
+        return self.last_reply
+
+    def release(self, request_id):
+        t0 = time.perf_counter()
+        super().release(request_id)
+        self.release_s = time.perf_counter() - t0
+
+
+def caches(layers: int, heads: int, dim: int, blocks: int, seed: int | None) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    return {f"model.layers.{i}.self_attn.attn": (torch.randn(blocks, heads, BLOCK_TOKENS, 2 * dim, generator=gen)
+                                                 if gen else torch.zeros(blocks, heads, BLOCK_TOKENS, 2 * dim))
+            .to(torch.bfloat16) for i in range(layers)}
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def read_out(url: str, request_id: str) -> bytes:
+    """The previous engine path's read-out: the KV as an HTTP body (GET .../kv releases the pull)."""
+    u = url.removeprefix("http://")
+    conn = http.client.HTTPConnection(u.split(":")[0], int(u.split(":")[1]), timeout=30)
+    try:
+        conn.request("GET", f"/v1/consumer/requests/{request_id}/kv")
+        r = conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            raise RuntimeError(f"GET .../kv {r.status}")
+        return body
+    finally:
+        conn.close()
+
+
+def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dict]:
+    layers, heads, dim = GEOMETRIES[name]
+    work = Path(tempfile.mkdtemp(prefix="pd-dload-bench-", dir="/dev/shm"))
+    services = []
+    rows = []
+    try:
+        p = Service(work, f"bench-{name}-p", "producer", GEOMETRIES[name], None)
+        services.append(p)
+        d = Service(work, f"bench-{name}-d", "consumer", GEOMETRIES[name], p.url)
+        services.append(d)
+        d.lists(f"bench-{name}-p")
+        nb = max(prompts) // BLOCK_TOKENS + 2
+        p_client, d_client = PdClient(p.url), TimedClient(d.url)
+        p_worker, d_worker = PdWorker(p_client, 0, 1, 1), PdWorker(d_client, 0, 1, 1)
+        p_worker.register(caches(layers, heads, dim, nb, seed=1), p_client.kv_layout())
+        d_kv = caches(layers, heads, dim, nb, seed=None)
+        layout = d_client.kv_layout()
+        d_worker.register(d_kv, layout)
+        seq = 0
+
+        def prefill(tokens: int) -> tuple[str, list[int], dict]:
+            nonlocal seq
+            seq += 1
+            rid = f"{name}-{tokens}-{seq}"
+            ids = [(seq * 7919 + i * 104729) % 150_000 for i in range(tokens)]
+            r = p_client.reserve(rid, tokens)
+            blocks = len(r["block_ids"])
+            p_worker.save([SaveSpec(rid, rid, list(range(blocks)), r["block_ids"], tokens,
+                                    [(x["kv_file"], x["region_bytes"]) for x in r["ranks"]])])
+            return rid, ids, p_client.finish(rid)["kv_transfer_params"]
+
+        for tokens in prompts:
+            blocks = -(-tokens // BLOCK_TOKENS)
+            nbytes = blocks * layout["block_bytes"]
+            src, dst = torch.empty(nbytes, dtype=torch.uint8), torch.empty(nbytes, dtype=torch.uint8)
+            src.fill_(1)
+            dst.fill_(0)
+            load, pull, pd_pull, copy, release, memcpy, http_path, http_pd_pull = [], [], [], [], [], [], [], []
+            for i in range(warmup + n):
+                rid, ids, params = prefill(tokens)
+                spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
+                t0 = time.perf_counter()
+                reason = d_worker._pull_and_copy(spec)
+                t_load = time.perf_counter() - t0
+                if reason is not None:
+                    raise RuntimeError(f"load of {rid} failed: {reason}")
+                reply, t_pull, t_release = d_client.last_reply, d_client.pull_s, d_client.release_s
+                t1 = time.perf_counter()
+                ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
+                t_memcpy = time.perf_counter() - t1
+                # the previous engine path on a pull of its own: pull, then the KV as an HTTP body
+                rid2, ids2, params2 = prefill(tokens)
+                t2 = time.perf_counter()
+                reply2 = d_client.pull(rid2, ids2, params2)
+                body = read_out(d.url, rid2)
+                t_http = time.perf_counter() - t2
+                assert len(body) == nbytes
+                if i < warmup:
+                    continue
+                pd_ms = float(reply["timings"]["pull_ms"])
+                load.append(1000 * t_load)
+                pd_pull.append(pd_ms)
+                pull.append(1000 * t_pull)
+                release.append(1000 * t_release)
+                copy.append(1000 * (t_load - t_pull - t_release))
+                memcpy.append(1000 * t_memcpy)
+                http_path.append(1000 * t_http)
+                http_pd_pull.append(float(reply2["timings"]["pull_ms"]))
+            floor = [a + b for a, b in zip(pd_pull, memcpy)]
+            row = {"geometry": name, "tokens": tokens, "blocks": blocks, "mib": nbytes / 2**20, "n": n}
+            for key, xs in (("load", load), ("pd_pull", pd_pull), ("memcpy", memcpy), ("floor", floor),
+                            ("pull", pull), ("copy", copy), ("release", release), ("http_path", http_path), ("http_pd_pull", http_pd_pull)):
+                row[key] = {"p50": statistics.median(xs), "p90": pct(xs, 0.9)}
+            row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
+            row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(load, floor))
+            rows.append(row)
+            print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB | load p50 {row['load']['p50']:7.2f} "
+                  f"p90 {row['load']['p90']:7.2f} | pd pull_ms p50 {row['pd_pull']['p50']:6.2f} + memcpy "
+                  f"{row['memcpy']['p50']:6.2f} = {row['floor']['p50']:7.2f} | ratio {row['ratio_p50']:.2f} "
+                  f"(per pull {row['ratio_each_p50']:.2f}) | plugin's pull {row['pull']['p50']:.2f} copy "
+                  f"{row['copy']['p50']:.2f} release {row['release']['p50']:.2f} | old path "
+                  f"(pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 {row['http_path']['p90']:7.2f}",
+                  flush=True)
+        p_worker.shutdown()
+        d_worker.shutdown()
+    finally:
+        for s in reversed(services):
+            s.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop the services (finally) on a kill too
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--geometry", default="tiny,qwen")
+    ap.add_argument("--prompts", default="300,4096")
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=30)
+    a = ap.parse_args()
+    rows = []
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; all times ms", flush=True)
+    for g in a.geometry.split(","):
+        rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup)
+    out = REPO / "target/d-load-bench.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
