@@ -14,8 +14,8 @@ import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.router.FakeInstance.Reply;
+import io.pdconnector.testing.FreePort;
 import java.io.ByteArrayOutputStream;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -165,10 +165,7 @@ class RouterServiceTest {
 
     @Test
     void aProducerThatDoesNotAnswer_isRetriedOnTheOther() throws Exception {
-        int dead;
-        try (ServerSocket s = new ServerSocket(0)) {
-            dead = s.getLocalPort();
-        }
+        int dead = FreePort.pick(); // nothing listens there
         fleet.add(Fleets.producer("pa-dead", dead));
         FakeInstance live = producer("pb-live");
         decoder("d1", Reply.json(200, ANSWER));
@@ -181,10 +178,7 @@ class RouterServiceTest {
 
     @Test
     void noAnswerOnTheLastAttempt_is502() throws Exception {
-        int dead;
-        try (ServerSocket s = new ServerSocket(0)) {
-            dead = s.getLocalPort();
-        }
+        int dead = FreePort.pick(); // nothing listens there
         fleet.add(Fleets.producer("p-dead", dead));
         decoder("d1", Reply.json(200, ANSWER));
         assertThrows(PeerFailureException.class, () -> router(1).route("/v1/completions", client(false), "r6",
