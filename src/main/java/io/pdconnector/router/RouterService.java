@@ -8,8 +8,8 @@ import io.pdconnector.config.ClientTokens;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.PeerFailureException;
-import io.pdconnector.error.UnavailableException;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.io.IOException;
@@ -116,7 +116,8 @@ public class RouterService {
                     abort(pick.producer(), id, "client");
                 }
                 meters.request(false);
-                throw new UnavailableException("client-gone", "the client went away before its answer");
+                throw new ClientGoneException(requestId, "the client of request " + requestId
+                        + " went away before its answer; P's lease was aborted");
             }
             if (failed.isEmpty()) {
                 meters.request(true);

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pdconnector.controlplane.InstanceRecord;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.router.FakeInstance.Reply;
@@ -215,9 +216,10 @@ class RouterServiceTest {
             signal.clientGone();
         });
         long t0 = System.nanoTime();
-        UnavailableException e = assertThrows(UnavailableException.class,
+        ClientGoneException e = assertThrows(ClientGoneException.class,
                 () -> router(2).route("/v1/completions", client(false), "r8", signal));
         assertEquals("client-gone", e.reason());
+        assertEquals("r8", e.requestId());
         assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(3).toNanos(), "not held until D's reply");
         await("P's lease aborted", () -> p.deletes().size() == 1);
         assertEquals(1, counted("pd_router_aborts", "cause", "client"));
