@@ -34,7 +34,7 @@ if [ "$("$venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, versi
 fi
 
 rm -rf "$out" && mkdir -p "$out/state" "$out/shm"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$root/scripts/free_port.py") # below the ephemeral range: nothing else takes it before the bind
 base=http://127.0.0.1:$port
 
 # Short lease, reservation and retention, so whatever a 2xx legitimately holds is released soon after the run.

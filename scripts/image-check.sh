@@ -82,7 +82,7 @@ if [[ -z "$user" || "$user" == 0 || "$user" == root ]]; then
   exit 1
 fi
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$root/scripts/free_port.py") # below the ephemeral range: nothing else takes it before the bind
 run=$(mktemp -d /tmp/pd-image-check.XXXXXX)
 mkdir -p "$run/tmp" "$run/state" "$run/shm"
 chown "$user" "$run/tmp" "$run/state" "$run/shm"

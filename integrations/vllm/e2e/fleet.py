@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,10 +42,8 @@ PLUGIN_MODULE = "pd_connector_vllm.connector"
 PLUGIN_CLASS = "PdConnector"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from free_port import free_port  # noqa: E402  (below the ephemeral range, as the Java tests' FreePort)
 
 
 def _path_from_env(var: str, default: Path, what: str) -> Path:
@@ -299,6 +296,33 @@ def wait_registry_lists(d: Endpoint, engine_id: str, deadline_s: float = 30.0) -
             return
         time.sleep(0.5)
     raise RuntimeError(f"{d.name} does not list {engine_id} within {deadline_s} s: {body[:500]!r}")
+
+
+def wait_peer_loaded(d: Endpoint, engine_id: str, deadline_s: float = 30.0) -> None:
+    """D's pd-connector handshakes with a producer when its registry announces it, before any pull needs it;
+    waits for that handshake (`pd_handshakes_total`), so the first pull finds P's metadata loaded."""
+    deadline = time.monotonic() + deadline_s
+    loaded = metric(d, "pd_handshakes_total")
+    while loaded < 1:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{d.name} did not load the metadata of {engine_id}, which its registry lists, within "
+                               f"{deadline_s} s (pd_handshakes_total {loaded})")
+        time.sleep(0.2)
+        loaded = metric(d, "pd_handshakes_total")
+
+
+def status(endpoint: Endpoint) -> dict:
+    """The service's `GET /v1/status`."""
+    code, body = http_get(endpoint.url + "/v1/status")
+    if code != 200:
+        raise RuntimeError(f"{endpoint.name} /v1/status answered {code}: {body[:300]!r}")
+    return json.loads(body)
+
+
+def record(event: dict) -> None:
+    """Appends one measured event (a fleet's first contact ...) to <logs>/e2e-events.jsonl, for the report."""
+    with open(logs_dir() / "e2e-events.jsonl", "a") as f:
+        f.write(json.dumps(event) + "\n")
 
 
 def metric(endpoint: Endpoint, name: str, labels: dict[str, str] | None = None) -> float:

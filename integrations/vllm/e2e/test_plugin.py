@@ -4,11 +4,13 @@ beside a pd-connector service from the packaged jar, behind the same proxy as th
 The same reproducers as test_stock_nixl.py: where stock vLLM answers 200 with a wrong answer, D's pd-connector
 declines the pull (lease_mismatch) and vLLM's kv_load_failure_policy decides: `fail` fails the request (nothing
 wrong returned), `recompute` prefills locally and answers the reference. P and one D per policy run at once."""
+import time
+
 import openai
 import pytest
 
 from conftest import REPRODUCER_PROMPTS
-from fleet import Fleet, metric, wait_registry_lists
+from fleet import Fleet, metric, record, status as service_status, wait_peer_loaded, wait_registry_lists
 from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, prefill_on_p, reuse,
                       token_prompt)
 
@@ -22,6 +24,7 @@ class Decoder:
     def __init__(self, fleet: Fleet, pd_p, policy: str):
         self.pd_d = fleet.pd_service(f"pd-d-{policy}", "consumer", lease=f"{LEASE_S}s", peers=[pd_p])
         wait_registry_lists(self.pd_d, pd_p.process.name)
+        wait_peer_loaded(self.pd_d, pd_p.process.name)
         self.d = fleet.plugin_vllm(f"d-{policy}", self.pd_d, failure_policy=policy, wait=False)
 
     def lease_declines(self) -> float:
@@ -38,6 +41,10 @@ class PluginFleet:
         self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=P_BLOCKS, wait=False)
         fleet.ready(self.p, *(dec.d for dec in self.decoders.values()))
         self.proxy = fleet.proxy(self.p, self.decoders["fail"].d)
+
+    def reproducer(self) -> Reproducer:
+        """The reproducer, its lease waits asking P's pd-connector how many leases it still holds."""
+        return Reproducer(lease_s=LEASE_S, p_leases=lambda: service_status(self.pd_p)["producer"]["leases_live"])
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +63,20 @@ def test_plugin_pd_answers_equal_one_instance(plugin, reference):
             mismatches[case.name] = (got, reference.equality[case.name])
     assert not mismatches, f"P/D through pd-connector answered differently from one instance: {mismatches}"
     assert plugin.decoders["fail"].lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
-    # issue 23: D's KV reached vLLM through D's shared KV file, none over HTTP; every received pull was released
+    # D's KV reached vLLM through D's shared KV file, none over HTTP; every received pull was released
     d = plugin.decoders["fail"].pd_d
     received = metric(d, HTTP, {"uri": "/v1/consumer/pull", "status": "200"})
     assert received >= 6, f"D served {received} pulls (6 prompts of 2 blocks or more)"
     assert metric(d, HTTP, {"uri": "/v1/consumer/requests/{id}/kv"}) == 0, "D's vLLM read KV over GET .../kv"
     assert metric(d, HTTP, {"method": "DELETE", "uri": "/v1/consumer/requests/{id}", "status": "204"}) == received
+    # the first contact: D's pd-connector loaded P's metadata when its registry listed P, before the first pull
+    pd_d = d
+    on_pull = metric(pd_d, "pd_handshakes_on_pull_total")
+    handshakes = metric(pd_d, "pd_handshakes_total")
+    record({"fleet": "plugin", "first_contact": "registry", "handshakes": handshakes, "handshakes_on_pull": on_pull})
+    print(f"plugin D's first contact with P: {handshakes:.0f} handshake(s) at the registry's announcement, "
+          f"{on_pull:.0f} on a pull")
+    assert on_pull == 0, "a pull waited for a handshake although D had loaded P from its registry"
 
 
 def assert_failed_with_lease_reason(status, body, decoder, declines_before):
@@ -75,7 +90,7 @@ def test_plugin_fail_seed_reproducer_fails_the_request(plugin, reference):
     decoder = plugin.decoders["fail"]
     before = decoder.lease_declines()
     name = "plugin-fail-seed"
-    status, body = Reproducer(lease_s=LEASE_S).run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
+    status, body = plugin.reproducer().run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
     assert_failed_with_lease_reason(status, body, decoder, before)
 
 
@@ -83,7 +98,7 @@ def test_plugin_fail_request_id_reuse(plugin, reference):
     decoder = plugin.decoders["fail"]
     before = decoder.lease_declines()
     (late_status, late), (second_status, second) = reuse(
-        plugin.p.url, decoder.d.url, Reproducer(lease_s=LEASE_S), "plugin-fail",
+        plugin.p.url, decoder.d.url, plugin.reproducer(), "plugin-fail",
         (REPRODUCER_PROMPTS["plugin-fail-reuse-1"], REPRODUCER_PROMPTS["plugin-fail-reuse-2"]))
     assert_failed_with_lease_reason(late_status, late, decoder, before)
     assert second_status == 200 and answer_text(second) == reference.reproducer["plugin-fail-reuse-2"], \
@@ -97,10 +112,10 @@ def test_plugin_fail_seen_through_the_openai_client(plugin):
     before = decoder.lease_declines()
     prompt = token_prompt(8100, 300)
     saved = prefill_on_p(plugin.p.url, prompt, "client-fail")
-    reproducer = Reproducer(lease_s=LEASE_S)
-    reproducer.wait_past_lease()
+    reproducer = plugin.reproducer()
+    reproducer.wait_past_lease(time.monotonic())
     reproducer.flood_p(plugin.p.url, "client-fail")
-    reproducer.wait_past_lease()
+    reproducer.wait_past_lease(time.monotonic())
     with pytest.raises(openai.APIStatusError) as failure:
         client(decoder.d.url).completions.create(
             model="tiny", prompt=prompt, max_tokens=16, temperature=0,
@@ -113,7 +128,7 @@ def test_plugin_recompute_seed_reproducer_answers_the_reference(plugin, referenc
     decoder = plugin.decoders["recompute"]
     before = decoder.lease_declines()
     name = "plugin-recompute-seed"
-    status, body = Reproducer(lease_s=LEASE_S).run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
+    status, body = plugin.reproducer().run(plugin.p.url, decoder.d.url, REPRODUCER_PROMPTS[name], name)
     assert status == 200, f"D answered {status}: {body}"
     assert answer_text(body) == reference.reproducer[name], "D recomputed but answered other than the reference"
     assert decoder.lease_declines() > before, "no lease_mismatch decline: the pull was not the reproducer's late one"
@@ -123,7 +138,7 @@ def test_plugin_recompute_request_id_reuse(plugin, reference):
     decoder = plugin.decoders["recompute"]
     before = decoder.lease_declines()
     (late_status, late), (second_status, second) = reuse(
-        plugin.p.url, decoder.d.url, Reproducer(lease_s=LEASE_S), "plugin-recompute",
+        plugin.p.url, decoder.d.url, plugin.reproducer(), "plugin-recompute",
         (REPRODUCER_PROMPTS["plugin-recompute-reuse-1"], REPRODUCER_PROMPTS["plugin-recompute-reuse-2"]))
     assert late_status == 200 and answer_text(late) == reference.reproducer["plugin-recompute-reuse-1"], \
         f"attempt 1's late reader: {late_status} {late}"

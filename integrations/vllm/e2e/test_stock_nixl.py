@@ -1,14 +1,39 @@
 """Stock vLLM P and D with vLLM's own NixlConnector behind the proxy: the baseline the plugin is held to, and the
 seed's bug reproduced on it (D answers 200 with KV that was no longer P's)."""
+import time
 from types import SimpleNamespace
 
+import openai
 import pytest
 
 from conftest import REPRODUCER_PROMPTS
-from fleet import Fleet
-from workload import P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, reuse
+from fleet import Fleet, record
+from workload import P_BLOCKS, Case, Reproducer, answer_text, ask, client, equality_cases, reuse, token_prompt
 
 LEASE_S = 2
+# A multi-block prompt no other test asks: its D leg is stock D's first contact with stock P (the NIXL handshake
+# over P's side channel, which vLLM gives 5 s).
+FIRST_CONTACT = Case("stock-first-contact", False, False, token_prompt(6100, 300))
+
+
+def first_contact(fleet: SimpleNamespace) -> None:
+    """Establishes the stock pair before the compared prompts: one request that makes D handshake with P. Stock's
+    first contact is the anchor's, not pd-connector's: its outcome is logged and counted (<logs>/e2e-events.jsonl),
+    not asserted; what it measures is reported (README), and every compared prompt after it is held strictly."""
+    t0 = time.monotonic()
+    try:
+        ask(client(fleet.proxy.url), FIRST_CONTACT)
+        outcome = "200"
+    except openai.APIStatusError as e:
+        outcome = f"HTTP {e.status_code}"
+    except openai.APIError as e:
+        outcome = type(e).__name__
+    seconds = time.monotonic() - t0
+    handshake_timed_out = "zmq.error.Again" in fleet.d.process.log_text()
+    record({"fleet": "stock", "first_contact": outcome, "seconds": round(seconds, 1),
+            "handshake_timed_out": handshake_timed_out})
+    print(f"\nstock D's first contact with stock P: {outcome} in {seconds:.1f} s"
+          + (" (D's NIXL handshake timed out: zmq.error.Again in _nixl_handshake)" if handshake_timed_out else ""))
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +42,9 @@ def stock():
         p = fleet.stock_vllm("p", lease_s=LEASE_S, num_blocks=P_BLOCKS, wait=False)
         d = fleet.stock_vllm("d", lease_s=LEASE_S, wait=False)
         fleet.ready(p, d)
-        yield SimpleNamespace(fleet=fleet, p=p, d=d, proxy=fleet.proxy(p, d))
+        pair = SimpleNamespace(fleet=fleet, p=p, d=d, proxy=fleet.proxy(p, d))
+        first_contact(pair)
+        yield pair
     assert all(p.session_gone() for p in fleet.stopped), "a process of the stock fleet outlived its fleet"
 
 

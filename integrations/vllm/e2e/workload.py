@@ -14,6 +14,7 @@ import zlib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Callable
 
 import openai
 
@@ -26,6 +27,9 @@ FIRST_ORDINARY_TOKEN = 3  # 0-2 are the special tokens (make-tiny-model.py)
 LEG_TIMEOUT_S = 120.0
 # The reproducer's P has 8 KV blocks (x 128 tokens): a flood of 300-token prefills reuses every block in a few requests.
 P_BLOCKS = 8
+# How long a pd-connector P may take, past a lease's expiry, to report it ended: its reaper sweeps every lease
+# in every step of its loop (an idle loop parks 1 ms at most); this allows for two busy cores and the status call.
+LEASE_REAPED_S = 5.0
 
 
 def token_prompt(seed: int, length: int) -> list[int]:
@@ -124,14 +128,34 @@ def answer_text(body: dict) -> str | None:
 @dataclass
 class Reproducer:
     """The seed's reproducer: P prefills a multi-block prompt for a remote decode; nobody reads it while its lease
-    runs out; a flood of other remote-decode prefills takes P's (few) blocks; then D reads with the saved params."""
+    runs out; a flood of other remote-decode prefills takes P's (few) blocks; then D reads with the saved params.
+
+    `p_leases` counts the leases P holds (the plugin's P: its pd-connector's `leases_live`), so the wait for a lease
+    to run out waits for P to have let it go. Stock vLLM has no lease state to ask: its lease is the deadline P set
+    when it finished the request, before it answered, so it has run out `lease_s` after the answer."""
     lease_s: float
     flood: int = 8
     flood_seed: int = 9000
     prompt_tokens: int = 300
+    p_leases: Callable[[], int] | None = None
 
-    def wait_past_lease(self) -> None:
-        time.sleep(self.lease_s + 1.5)
+    def wait_past_lease(self, answered_at: float) -> None:
+        """Until every lease P exported, the last of them answered at `answered_at` (time.monotonic()), ran out."""
+        if self.p_leases is None:
+            left = answered_at + self.lease_s - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+            return
+        deadline_s = self.lease_s + LEASE_REAPED_S
+        deadline = answered_at + deadline_s
+        held = self.p_leases()
+        while held > 0:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"P still holds {held} lease(s) {deadline_s:.0f} s after the last was exported "
+                                     f"(a {self.lease_s} s lease, then P's reaper): nobody read them, they must have "
+                                     "expired")
+            time.sleep(0.1)
+            held = self.p_leases()
 
     def flood_p(self, p_url: str, tag: str) -> int:
         """Other remote-decode prefills that nobody reads; returns how many P exported. A P out of blocks may
@@ -149,9 +173,9 @@ class Reproducer:
 
     def run(self, p_url: str, d_url: str, prompt, request_id: str) -> tuple[int, dict]:
         saved = prefill_on_p(p_url, prompt, request_id)
-        self.wait_past_lease()
+        self.wait_past_lease(time.monotonic())
         self.flood_p(p_url, request_id)
-        self.wait_past_lease()
+        self.wait_past_lease(time.monotonic())
         return decode_on_d(d_url, prompt, saved, request_id)
 
 
@@ -180,8 +204,8 @@ def reuse(p_url, d_url, reproducer, prefix, prompts):
     request_id = f"{prefix}-reused-id"
     one, two = prompts
     first = prefill_on_p(p_url, one, request_id)
-    reproducer.wait_past_lease()
+    reproducer.wait_past_lease(time.monotonic())
     reproducer.flood_p(p_url, request_id)
-    reproducer.wait_past_lease()
+    reproducer.wait_past_lease(time.monotonic())
     second = prefill_on_p(p_url, two, request_id)
     return read_both(d_url, (one, first, request_id), (two, second, request_id))

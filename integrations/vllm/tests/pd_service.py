@@ -8,8 +8,8 @@ The jar is ``$PD_CONNECTOR_JAR`` or the repository's ``target/quarkus-app/quarku
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -24,10 +24,8 @@ def _required(path: Path, what: str) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from free_port import free_port  # noqa: E402  (below the ephemeral range, as the Java tests' FreePort)
 
 
 class PdService:

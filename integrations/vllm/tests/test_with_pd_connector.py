@@ -19,7 +19,7 @@ from pd_connector_vllm.layout import PdGeometry, write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
-from pd_service import PdService
+from pd_service import PdService, free_port
 
 L, H, T, D, NB = 2, 2, 4, 8, 8
 GEOMETRY = {"pd.model.layers": str(L), "pd.model.kv-heads": str(H), "pd.model.head-dim": str(D),
@@ -143,7 +143,8 @@ def test_an_aborted_reservation_cannot_be_finished(pd):
 
 def test_nothing_is_held_after_the_tests(pd):
     """Every lease above was read (D notified P) or aborted: P and D hold no block, slot or pull."""
-    deadline = time.monotonic() + 10
+    deadline_s = 10  # D's read notifications reach P at once; an abort frees at once
+    deadline = time.monotonic() + deadline_s
     while True:
         with urllib.request.urlopen(pd.url + "/v1/status", timeout=5) as r:
             status = json.load(r)
@@ -152,7 +153,8 @@ def test_nothing_is_held_after_the_tests(pd):
         if held == (0, 0, 0, 0, 0) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    assert held == (0, 0, 0, 0, 0), status
+    assert held == (0, 0, 0, 0, 0), (f"P and D holding nothing (P blocks, slots, leases; D pulls, blocks) within "
+                                     f"{deadline_s} s: {held}; status {status}")
 
 
 RETENTION_S = 2
@@ -205,9 +207,7 @@ def test_a_server_that_never_answers_is_a_timeout_within_the_deadline():
 
 
 def test_a_closed_port_is_unreachable():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there (below the ephemeral range, so no other process's socket either)
     with pytest.raises(PdError) as e:
         PdClient(f"http://127.0.0.1:{port}", timeout_s=2).kv_layout()
     assert (e.value.status, e.value.reason) == (0, "unreachable")

@@ -216,15 +216,18 @@ def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_gives_its_grant_back
 
 def test_shutdown_waits_for_loads_under_way_and_leaves_no_thread():
     gate = threading.Event()
+    under_way = threading.Semaphore(0)
 
     def slow_pull(*_):
+        under_way.release()
         gate.wait(5)
         raise PdError(409, "aborted", "shutting down")
 
     client = FakeClient({"pull": slow_pull})
     w, _ = worker(client)
     w.start_loads([load(), load()], [])
-    time.sleep(0.1)
+    for i in range(2):  # both loads under way, not merely started
+        assert under_way.acquire(timeout=5), f"load {i + 1} of 2 did not reach its pull within 5 s"
     gate.set()
     w.shutdown()
     assert not [t for t in threading.enumerate() if t.name.startswith("pd-load")]

@@ -3,6 +3,7 @@ package io.pdconnector.api;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.PdException;
@@ -33,9 +34,19 @@ public class ProblemMappers {
         return respond(e.problem(), uri);
     }
 
+    /**
+     * What nginx answers a client that closed its connection first: nobody reads it, but an access log
+     * or an HTTP server metric must not count it as the service's failure (500) or overload (503).
+     */
+    static final int CLIENT_CLOSED_REQUEST = 499;
+
     /** The one mapping of the domain's failures: the category decides the status, the exception the reason. */
     @ServerExceptionMapper
     public Response domain(PdException e, UriInfo uri) {
+        if (e instanceof ClientGoneException) {
+            LOG.debugf("%s: %s (answered %d to nobody)", uri == null ? "a request" : uri.getPath(), e.getMessage(),
+                    CLIENT_CLOSED_REQUEST);
+        }
         Problem located = problemOf(e);
         return e instanceof UnavailableException ? retryLater(located, uri) : respond(located, uri);
     }
@@ -50,6 +61,8 @@ public class ProblemMappers {
             case UntrustedPeerException t -> Problem.of(409, t.reason(), "Untrusted peer", t.getMessage());
             case PeerFailureException f -> Problem.of(502, f.reason(), "Peer unreachable", f.getMessage());
             case UnavailableException u -> Problem.of(503, u.reason(), "Unavailable", u.getMessage());
+            case ClientGoneException g -> Problem.of(CLIENT_CLOSED_REQUEST, g.reason(), "Client closed request",
+                    g.getMessage());
         };
         return e.requestId() == null ? p : p.forRequest(e.requestId());
     }

@@ -5,10 +5,12 @@ import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.smallrye.mutiny.Uni;
 import java.time.Duration;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
@@ -49,7 +51,8 @@ final class RemotePull {
      * As {@link #pull}, without a waiting thread: the outcome is emitted on {@code replyOn} once D's
      * loop answers (never on the loop's own thread), a 503 {@code deadline-exceeded} at
      * {@code pd.http.request-deadline}. The pull is cancelled (the loop aborts it if undecided) when
-     * its subscriber goes away or the deadline passes.
+     * its subscriber goes away or the deadline passes. A pull cancelled by {@code submitted}'s hook (its
+     * HTTP client went away) ends as {@link ClientGoneException}: expected, answered to nobody.
      */
     static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, Consumer<Future<?>> submitted, Executor replyOn) {
@@ -60,6 +63,8 @@ final class RemotePull {
         return Uni.createFrom().completionStage(pull)
                 .ifNoItem().after(deadline).failWith(() -> UnavailableException.deadlineExceeded("pull "
                         + requestId + " got no answer within " + deadline))
+                .onFailure(CancellationException.class).transform(cancelled -> new ClientGoneException(requestId,
+                        "the caller of pull " + requestId + " went away before its answer; D aborts the pull"))
                 .onTermination().invoke(() -> pull.cancel(false)) // no effect once answered
                 .emitOn(replyOn)
                 .map(outcome -> {

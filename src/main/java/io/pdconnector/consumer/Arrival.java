@@ -1,6 +1,7 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.error.StateConflictException;
+import org.jboss.logging.Logger;
 
 /**
  * A new pull: its peer handshaken if need be, its params checked against that peer, then queued
@@ -9,6 +10,8 @@ import io.pdconnector.error.StateConflictException;
  * it was taken in is failed through {@link Decider#fail}, which undoes that.
  */
 final class Arrival {
+
+    private static final Logger LOG = Logger.getLogger(Arrival.class);
 
     private final ConsumerState state;
     private final PeerHandshake handshake;
@@ -36,8 +39,10 @@ final class Arrival {
     }
 
     private void admit(ConsumerCommand.Start s, long now) {
-        if (s.reply().isCancelled()) {
-            return; // its caller is gone before it arrived: nothing to start
+        if (s.reply().isCancelled()) { // its caller is gone before it arrived: nothing to start
+            state.counters.callerGone.incrementAndGet();
+            LOG.debugf("pull %s not started: its caller went away before it arrived", s.requestId());
+            return;
         }
         if (state.pulls.containsKey(s.requestId())) {
             throw new StateConflictException(s.requestId(), "request " + s.requestId() + " is already being pulled");

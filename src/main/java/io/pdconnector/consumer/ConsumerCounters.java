@@ -26,6 +26,8 @@ public final class ConsumerCounters {
     public final AtomicLong peersEvicted = new AtomicLong();
     /** Pulls failed by an unexpected exception in the step (a bug), answered 500; the loop went on. */
     public final AtomicLong pullsFailed = new AtomicLong();
+    /** Pulls whose caller went away (its HTTP client disconnected) before they were decided: aborted, or never started. */
+    public final AtomicLong callerGone = new AtomicLong();
     /** Decided pulls released by D after {@code pd.consumer.retention} because nobody read or released them. */
     public final AtomicLong expiredUnread = new AtomicLong();
     /** Block READs still in flight when their pull ended, held until NIXL reported them terminal (L13). */

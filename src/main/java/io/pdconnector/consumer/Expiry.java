@@ -2,6 +2,7 @@ package io.pdconnector.consumer;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.jboss.logging.Logger;
 
 /**
  * Declines, as timeout, every undecided pull past its deadline, whatever phase it waits in; and
@@ -10,6 +11,8 @@ import java.util.List;
  * An undecided pull whose caller cancelled its future (the HTTP client went away) is aborted at once.
  */
 final class Expiry {
+
+    private static final Logger LOG = Logger.getLogger(Expiry.class);
 
     private final ConsumerState state;
     private final Decider decider;
@@ -48,7 +51,13 @@ final class Expiry {
                     n++;
                 }
             } else if (pull.reply().isCancelled() || now >= pull.deadlineMillis()) {
-                DeclineReason why = pull.reply().isCancelled() ? DeclineReason.ABORTED : DeclineReason.TIMEOUT;
+                boolean callerGone = pull.reply().isCancelled();
+                DeclineReason why = callerGone ? DeclineReason.ABORTED : DeclineReason.TIMEOUT;
+                if (callerGone) {
+                    state.counters.callerGone.incrementAndGet();
+                    LOG.debugf("pull %s aborted in %s: its caller went away before the answer", pull.requestId(),
+                            pull.state());
+                }
                 n += decider.guard(pull, () -> {
                     decider.decide(pull, why);
                     return 1;

@@ -9,7 +9,8 @@ package io.pdconnector.error;
  */
 public abstract sealed class PdException extends RuntimeException
         permits InvalidInputException, UnknownRequestException, StateConflictException,
-        IncompatiblePeerException, UnavailableException, PeerFailureException, UntrustedPeerException {
+        IncompatiblePeerException, UnavailableException, PeerFailureException, UntrustedPeerException,
+        ClientGoneException {
 
     private final String reason;
     private final String requestId;

@@ -155,6 +155,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
                 .tag("reason", "incompatible").description("Producers refused, by reason").register(registry);
         counter("pd_pulls_expired_unread", "Received or recomputed pulls released after pd.consumer.retention,"
                 + " never read nor released", c.expiredUnread);
+        counter("pd_pulls_caller_gone", "Pulls whose caller went away (its HTTP client disconnected) before they"
+                + " were decided: aborted at once, or never started; expected, not an error", c.callerGone);
         counter("pd_pulls_failed", "Pulls failed by an unexpected error in D's step (answered 500)", c.pullsFailed);
         counter("pd_reads_quarantined", "Block READs still in flight when their pull ended, held until terminal",
                 c.readsQuarantined);

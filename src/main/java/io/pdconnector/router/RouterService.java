@@ -3,14 +3,17 @@ package io.pdconnector.router;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.config.ClientTokens;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.PeerFailureException;
-import io.pdconnector.error.UnavailableException;
+import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.io.IOException;
 import java.net.http.HttpResponse;
@@ -63,9 +66,20 @@ public class RouterService {
         this.picker = new Picker(() -> List.copyOf(instances.get()), PickPolicy.named(settings.policy(), random),
                 PickPolicy.named(settings.policy(), random), inFlight);
         this.retryPolicy = new RetryPolicy(settings.maxRetries());
-        this.meters = new RouterMeters(meterRegistry);
+        // only a router's meters are exported (from its start, every known series at 0); another role routes nothing
+        this.meters = new RouterMeters(active ? meterRegistry : new SimpleMeterRegistry());
         this.fleet = new FleetClient(settings.connectTimeout(), settings.authorization());
         this.legs = new RouteAttempt.Legs(settings, fleet, inFlight, meters, json);
+    }
+
+    /**
+     * A router builds its meters at start, not at its first request, so that its series are scraped from
+     * the first scrape on (a bean is otherwise made when first used).
+     */
+    static void startWithTheRouter(@Observes StartupEvent started, PdConfig config, RouterService router) {
+        if (config.role() == PdConfig.Role.router) {
+            router.active();
+        }
     }
 
     /** Whether this instance is a router ({@code pd.role=router}). */
@@ -116,7 +130,8 @@ public class RouterService {
                     abort(pick.producer(), id, "client");
                 }
                 meters.request(false);
-                throw new UnavailableException("client-gone", "the client went away before its answer");
+                throw new ClientGoneException(requestId, "the client of request " + requestId
+                        + " went away before its answer; P's lease was aborted");
             }
             if (failed.isEmpty()) {
                 meters.request(true);

@@ -166,4 +166,34 @@ class PrefillPullQuarkusTest {
         }
         org.junit.jupiter.api.Assertions.assertEquals(404, status, "P released q-3 at D's notification");
     }
+
+    /**
+     * P out of blocks because leases (here an engine's reservation of the whole pool) hold every one: both ways a
+     * router prefills, native and OpenAI, are answered 503 no-free-blocks with {@code Retry-After: 1}, a capacity
+     * answer to retry, not a failure; once the lease ends the same prefill is served.
+     */
+    @Test
+    void aPrefillWhileLeasesHoldEveryBlockIs503WithRetryAfterAndIsServedOnceALeaseEnds() {
+        given().contentType(ContentType.JSON)
+                .body(Map.of("request_id", "q-all", "num_tokens", 64 * 16,
+                        "kv_transfer_params", Map.of("do_remote_decode", true)))
+                .post("/v1/producer/requests").then().statusCode(201).body("block_ids", hasSize(64));
+        Map<String, Object> prefill = Map.of("request_id", "q-full", "token_ids", List.of(1, 2, 3),
+                "kv_transfer_params", Map.of("do_remote_decode", true));
+        Map<String, Object> completion = Map.of("model", "qwen-test", "prompt", "one two three", "max_tokens", 1,
+                "kv_transfer_params", Map.of("do_remote_decode", true));
+        try {
+            given().contentType(ContentType.JSON).body(prefill).post("/v1/producer/prefill")
+                    .then().statusCode(503).contentType("application/problem+json").header("Retry-After", "1")
+                    .body("reason", equalTo("no-free-blocks"))
+                    .body("detail", startsWith("no free KV blocks for 3 tokens (0 of 64 free)"));
+            given().contentType(ContentType.JSON).header("X-Request-Id", "q-full-oa").body(completion)
+                    .post("/v1/completions")
+                    .then().statusCode(503).header("Retry-After", "1").body("reason", equalTo("no-free-blocks"));
+        } finally {
+            given().delete("/v1/producer/requests/q-all").then().statusCode(204);
+        }
+        given().contentType(ContentType.JSON).body(prefill).post("/v1/producer/prefill").then().statusCode(200);
+        given().delete("/v1/producer/requests/q-full").then().statusCode(204);
+    }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.PdException;
@@ -35,7 +36,8 @@ class ProblemMappersTest {
                 new Case(new PeerFailureException("down", null), 502, "peer-unreachable"),
                 new Case(UnavailableException.noFreeBlocks("full"), 503, "no-free-blocks"),
                 new Case(UnavailableException.queueFull("loop", 4), 503, "queue-full"),
-                new Case(UnavailableException.deadlineExceeded("late"), 503, "deadline-exceeded"));
+                new Case(UnavailableException.deadlineExceeded("late"), 503, "deadline-exceeded"),
+                new Case(new ClientGoneException("r", "the caller went away"), 499, "client-gone"));
         for (Case c : cases) {
             Response r = mappers.domain(c.error(), null);
             Problem p = (Problem) r.getEntity();

@@ -12,14 +12,23 @@ import io.restassured.http.ContentType;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntSupplier;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.jboss.logmanager.ExtLogRecord;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
  * Issue 12, hole 4: a router that disconnects while its pull waits (here queued behind a pull that
  * holds D's blocks) gets its pull aborted by D at once, not left to hold blocks and a request id.
+ * Issue 22: that is an expected outcome, counted ({@code pd_pulls_caller_gone_total}) and logged at DEBUG,
+ * not an ERROR "unexpected failure" answered 500 to nobody.
  */
 @QuarkusTest
 class PullDisconnectQuarkusTest {
@@ -52,8 +61,61 @@ class PullDisconnectQuarkusTest {
         return given().get("/v1/status").then().extract().path("producer.blocks_in_use");
     }
 
+    private static double callerGone() {
+        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^pd_pulls_caller_gone_total (\\S+)$")
+                .matcher(metrics);
+        return m.find() ? Double.parseDouble(m.group(1)) : -1;
+    }
+
+    /** Every record io.pdconnector logs while the test runs (DEBUG in the test profile). */
+    private static final class Records extends Handler {
+        final List<LogRecord> records = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void publish(LogRecord r) {
+            records.add(r);
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+
+        List<String> atErrorOrAbove() {
+            return records.stream().filter(r -> r.getLevel().intValue() >= Level.SEVERE.intValue())
+                    .map(r -> r.getLoggerName() + ": " + text(r) + (r.getThrown() == null ? "" : " " + r.getThrown()))
+                    .toList();
+        }
+
+        boolean debugMentions(String text) {
+            return records.stream().anyMatch(r -> r.getLevel().intValue() < Level.INFO.intValue()
+                    && text(r).contains(text));
+        }
+
+        private static String text(LogRecord r) {
+            return r instanceof ExtLogRecord e ? e.getFormattedMessage() : String.valueOf(r.getMessage());
+        }
+    }
+
     @Test
     void aPullWhoseClientDisconnectsIsAborted() throws Exception {
+        Logger logs = Logger.getLogger("io.pdconnector");
+        Records records = new Records();
+        logs.addHandler(records);
+        try {
+            aPullWhoseClientDisconnectsIsAborted(records);
+        } finally {
+            logs.removeHandler(records);
+        }
+    }
+
+    private void aPullWhoseClientDisconnectsIsAborted(Records records) throws Exception {
+        double goneBefore = callerGone();
+        assertTrue(goneBefore >= 0, "pd_pulls_caller_gone_total is exported from the start");
         int[] hold = tokens(60);
         Map<String, Object> holdParams = prefill("dc-hold", hold);
         given().contentType(ContentType.JSON)
@@ -78,6 +140,10 @@ class PullDisconnectQuarkusTest {
 
         awaitStatus(() -> given().get("/v1/consumer/requests/dc-gone").statusCode(), 404,
                 "D aborted and forgot dc-gone");
+        awaitStatus(() -> (int) (callerGone() - goneBefore), 1, "pd_pulls_caller_gone_total counted dc-gone");
+        awaitStatus(() -> records.debugMentions("pull dc-gone aborted in QUEUED: its caller went away") ? 1 : 0, 1,
+                "D's loop logs the abort of a pull nobody waits for at DEBUG");
+        assertEquals(List.of(), records.atErrorOrAbove(), "a caller gone mid-pull is expected: no ERROR");
         given().delete("/v1/consumer/requests/dc-hold").then().statusCode(204);
         awaitStatus(PullDisconnectQuarkusTest::producerBlocksInUse, 0,
                 "D's abort told P, which released dc-gone's lease before it expired (vLLM PR #41269)");

@@ -1,5 +1,6 @@
 package io.pdconnector.api;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import io.pdconnector.controlplane.EmbeddedStore;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.controlplane.RegistryCounters;
+import io.pdconnector.error.PdException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.protocol.HandshakeMetadata;
@@ -61,6 +63,28 @@ class RemotePullTest {
                 () -> pull.await().atMost(Duration.ofSeconds(10)));
         assertTrue(e.deadlineExceeded(), e.getMessage());
         assertTrue(submitted.get().isCancelled(), "cancelled, so the loop aborts it when it gets to it");
+    }
+
+    /**
+     * Issue 22: the HTTP client went away (its close handler cancelled the pull, here before the wait began, as
+     * when the connection closed before the resource method returned). That is an expected outcome, the
+     * caller-gone answer nobody reads, not a CancellationException the mappers log as an unexpected failure
+     * and answer 500.
+     */
+    @Test
+    void aPullWhoseCallerWentAwayEndsAsClientGoneNotAsAnUnexpectedFailure() {
+        registry.start();
+        registry.upsert(instance("p", true));
+        PullScheduler loop = new PullScheduler(cluster.consumerConfig("d").build(), cluster.transferEngine(),
+                cluster.registry, cluster.clock);
+        ConsumerFacade consumer = new ConsumerFacade(loop, Duration.ofSeconds(30));
+
+        Uni<PullOutcome> pull = RemotePull.pullAsync(registry, consumer, "r2", new int[] {1, 2, 3, 4}, params(),
+                submitted -> submitted.cancel(false), Runnable::run);
+
+        PdException e = assertThrows(PdException.class, () -> pull.await().atMost(Duration.ofSeconds(10)));
+        assertEquals("client-gone", e.reason(), e.toString());
+        assertEquals("r2", e.requestId());
     }
 
     private static KvTransferParams params() {

@@ -42,6 +42,7 @@ class PullCallerGoneTest {
         cluster.step();
 
         assertEquals(0, d.snapshot().pulls(), "the pull is gone at once");
+        assertEquals(1, d.counters().callerGone.get(), "counted as a caller gone (pd_pulls_caller_gone_total)");
         assertEquals(3, d.snapshot().quarantinedBlocks(), "its blocks wait for its READs (L13): " + d.snapshot());
         assertThrows(UnknownRequestException.class, () -> cluster.await(d.submitStatus("a")));
         assertEquals(2, d.counters().notificationsSent.get(), "each of P's ranks is told the pull was given up");
@@ -66,6 +67,7 @@ class PullCallerGoneTest {
 
         assertTrue(d.snapshot().idle(), d.snapshot().toString());
         assertEquals(0, d.counters().heartbeatsSent.get());
+        assertEquals(1, d.counters().callerGone.get(), "counted as a caller gone (pd_pulls_caller_gone_total)");
         KvTransferParams b = cluster.prefill(p, "b", prompt(2, 10));
         assertEquals(PullState.RECEIVED, cluster.pull(d, "b", prompt(2, 10), b).state(), "the loop goes on");
         cluster.release(d, "b");

@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
  * Every metric the Grafana dashboard queries is in {@code /q/metrics} of a running service (role both,
  * {@code pd.metrics.prefix=vllm:} as k8s/base/configmap.yaml sets it), after one prefill and pull, so no panel
  * stays empty for a misspelt or renamed metric. The router's panels ({@code pd_router_*}) are held to a
- * running router by {@code RouterFleetIT}.
+ * running router by {@code RouterFleetIT}; each role's series, the alert rules' too, to a fresh instance of the
+ * role before any traffic by {@code Fresh<Role>MetricsQuarkusTest}.
  */
 @QuarkusTest
 @TestProfile(VllmPrefixProfile.class)

@@ -153,7 +153,13 @@ class ProcessFaultsIT {
                     return null;
                 }));
             }
-            Thread.sleep(1500);
+            // P is killed during D's reads: once a pull has been served, with the four clients pulling on
+            long served = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (outcomes.getOrDefault("received", 0) == 0 && running.stream().noneMatch(Future::isDone)) {
+                assertTrue(System.nanoTime() < served, "no pull received within 60 s of the clients' start, before P"
+                        + " was to be killed mid-READs: " + outcomes + "\nP:\n" + p.tail() + "\nD:\n" + d.tail());
+                Thread.sleep(20);
+            }
             p.kill();
             for (Future<?> f : running) {
                 f.get(60, TimeUnit.SECONDS);

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -169,15 +170,20 @@ public final class ServiceProcess implements AutoCloseable {
     }
 
     private Reply reply(HttpResponse<byte[]> r) {
-        return new Reply(r.statusCode(), r.body(), r.headers().firstValue("Content-Type").orElse(""));
+        return new Reply(r.statusCode(), r.body(), r.headers().firstValue("Content-Type").orElse(""), r.headers());
     }
 
     /** {@code POST /v1/producer/prefill} of {@code tokens} for a remote decode; P's kv_transfer_params. */
     public JsonNode prefill(String requestId, int[] tokens) throws IOException, InterruptedException {
-        Reply r = post("/v1/producer/prefill", Map.of("request_id", requestId, "token_ids", tokens,
-                "kv_transfer_params", Map.of("do_remote_decode", true)));
+        Reply r = tryPrefill(requestId, tokens);
         assertTrue(r.status() == 200, name + " prefill " + requestId + ": " + r);
         return r.json().path("kv_transfer_params");
+    }
+
+    /** As {@link #prefill}, whatever P answers (a 503 no-free-blocks with its Retry-After included). */
+    public Reply tryPrefill(String requestId, int[] tokens) throws IOException, InterruptedException {
+        return post("/v1/producer/prefill", Map.of("request_id", requestId, "token_ids", tokens,
+                "kv_transfer_params", Map.of("do_remote_decode", true)));
     }
 
     /** {@code POST /v1/consumer/pull} with P's params forwarded verbatim, as a router does. */
@@ -340,8 +346,13 @@ public final class ServiceProcess implements AutoCloseable {
         return FreePort.pick();
     }
 
-    /** An HTTP answer: status, raw body, content type. */
-    public record Reply(int status, byte[] body, String contentType) {
+    /** An HTTP answer: status, raw body, content type, headers. */
+    public record Reply(int status, byte[] body, String contentType, HttpHeaders headers) {
+
+        /** The first value of header {@code name}, or null. */
+        public String header(String name) {
+            return headers.firstValue(name).orElse(null);
+        }
 
         public String text() {
             return new String(body, StandardCharsets.UTF_8);

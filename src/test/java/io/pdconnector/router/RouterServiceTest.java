@@ -11,11 +11,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pdconnector.controlplane.InstanceRecord;
+import io.pdconnector.error.ClientGoneException;
 import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.router.FakeInstance.Reply;
+import io.pdconnector.testing.FreePort;
 import java.io.ByteArrayOutputStream;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -165,10 +166,7 @@ class RouterServiceTest {
 
     @Test
     void aProducerThatDoesNotAnswer_isRetriedOnTheOther() throws Exception {
-        int dead;
-        try (ServerSocket s = new ServerSocket(0)) {
-            dead = s.getLocalPort();
-        }
+        int dead = FreePort.pick(); // nothing listens there
         fleet.add(Fleets.producer("pa-dead", dead));
         FakeInstance live = producer("pb-live");
         decoder("d1", Reply.json(200, ANSWER));
@@ -181,10 +179,7 @@ class RouterServiceTest {
 
     @Test
     void noAnswerOnTheLastAttempt_is502() throws Exception {
-        int dead;
-        try (ServerSocket s = new ServerSocket(0)) {
-            dead = s.getLocalPort();
-        }
+        int dead = FreePort.pick(); // nothing listens there
         fleet.add(Fleets.producer("p-dead", dead));
         decoder("d1", Reply.json(200, ANSWER));
         assertThrows(PeerFailureException.class, () -> router(1).route("/v1/completions", client(false), "r6",
@@ -221,9 +216,10 @@ class RouterServiceTest {
             signal.clientGone();
         });
         long t0 = System.nanoTime();
-        UnavailableException e = assertThrows(UnavailableException.class,
+        ClientGoneException e = assertThrows(ClientGoneException.class,
                 () -> router(2).route("/v1/completions", client(false), "r8", signal));
         assertEquals("client-gone", e.reason());
+        assertEquals("r8", e.requestId());
         assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(3).toNanos(), "not held until D's reply");
         await("P's lease aborted", () -> p.deletes().size() == 1);
         assertEquals(1, counted("pd_router_aborts", "cause", "client"));

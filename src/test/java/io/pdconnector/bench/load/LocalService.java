@@ -1,8 +1,8 @@
 package io.pdconnector.bench.load;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.pdconnector.testing.FreePort;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -41,7 +41,7 @@ public final class LocalService implements AutoCloseable {
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("no packaged service at " + jar + " (./mvnw package -DskipTests)");
         }
-        int port = freePort();
+        int port = FreePort.pick(); // below the ephemeral range: no outgoing connection or NIXL listener takes it first
         Map<String, String> all = new LinkedHashMap<>();
         all.put("pd.nixl.home", System.getProperty("pd.nixl.home"));
         all.put("quarkus.http.host", "127.0.0.1");
@@ -153,12 +153,6 @@ public final class LocalService implements AutoCloseable {
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }
