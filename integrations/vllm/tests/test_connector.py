@@ -11,7 +11,7 @@ from pd_connector_vllm.scheduler import PdScheduler
 from pd_connector_vllm.specs import LoadSpec, SaveSpec, StepPlan
 from pd_connector_vllm.worker import LoadResults
 
-from fakes import FakeClient, FakeRequest
+from fakes import FakeRequest
 from test_scheduler import FakeControl
 
 

@@ -15,7 +15,7 @@ import torch
 
 from pd_connector_vllm.client import PdClient, PdError
 from pd_connector_vllm.connector import PdSettings
-from pd_connector_vllm.layout import PdGeometry, write_pd_blocks
+from pd_connector_vllm.layout import PdGeometry
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
