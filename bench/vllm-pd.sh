@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side bench of vLLM P/D: vLLM's own NixlConnector vs. the pd-connector plugin (bench/vllm_pd_bench.py,
-# options there: --requests-c1, --requests-c8, --rounds, --prompt-tokens, --output-tokens). Installs vLLM once
+# options there: --concurrency, --requests, --rounds, --prompt-tokens, --output-tokens). Installs vLLM once
 # (integrations/vllm/scripts/setup-vllm.sh) and needs the packaged service (./mvnw -B -ntp package -DskipTests)
 # and NIXL (scripts/fetch-nixl.sh). Everything runs on 127.0.0.1; every process is stopped at the end.
 set -euo pipefail
@@ -11,6 +11,6 @@ export PD_CONNECTOR_JAR=${PD_CONNECTOR_JAR:-$root/target/quarkus-app/quarkus-run
 export PD_NIXL_HOME=${PD_NIXL_HOME:-${PD_NIXL_CACHE:-$root/.cache/nixl}/nixl-cu12-1.5.1}
 setup_out=$(bash integrations/vllm/scripts/setup-vllm.sh)
 export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' <<<"$setup_out")
-export PD_VLLM_MODEL=$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")
+export PD_VLLM_MODEL=${PD_BENCH_MODEL:-$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")}  # PD_BENCH_MODEL: another model dir
 export PD_E2E_LOGS=${PD_E2E_LOGS:-$root/target/vllm-bench/logs}
 exec "$PD_VLLM_PYTHON" bench/vllm_pd_bench.py "$@"

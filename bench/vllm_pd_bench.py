@@ -2,15 +2,18 @@
 """Side by side: vLLM P/D with vLLM's own NixlConnector vs. vLLM P/D with the pd-connector plugin (two pd-connector
 services, lease verification on), both behind the same proxy (integrations/vllm/e2e/pd_proxy.py), on this machine.
 
-    bench/vllm-pd.sh [--requests-c1 20] [--requests-c8 48] [--rounds 2] [--prompt-tokens 300] [--output-tokens 8]
+    bench/vllm-pd.sh [--concurrency 1,8,16] [--requests 48] [--rounds 2] [--prompt-tokens 300] [--output-tokens 8]
+    (PD_BENCH_MODEL=<dir> for another model, e.g. bench/make-qwen-geometry-model.py's)
 
 Both fleets run at once (4 vLLM servers, 2 pd-connector services, 2 proxies, all on 127.0.0.1) and the measured
 batches alternate between them (stock, plugin, plugin, stock, ...), so load from anything else on the machine
 falls on both alike. Each request is a streamed completion of a prompt no server has seen (random token ids), so
 every D leg moves the whole prompt's KV; TTFT is the time to the first streamed text through the proxy, requests/s
 a batch's requests over its wall time with `c` clients each sending one request after another. The answers of
-the two fleets to the same prompts are compared (greedy decoding: they must be equal). Prints a table and the
-plugin/stock ratios; writes target/vllm-bench/results.json.
+the two fleets to the same prompts are compared (greedy decoding: they must be equal). CPU seconds per request
+are the user + system time of each fleet's processes (vLLM servers and engine cores, pd-connector JVMs, its
+proxy) during its own batches, divided by the batch's requests. Prints a table and the plugin/stock ratios;
+writes target/vllm-bench/results.json.
 """
 import argparse
 import json
@@ -22,10 +25,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "integrations/vllm/e2e"))
+sys.path.insert(0, str(REPO / "bench"))
 
 import openai  # noqa: E402
 
 from fleet import Fleet, wait_registry_lists  # noqa: E402
+from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
@@ -103,14 +108,17 @@ def percentile(values, q):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests-c1", type=int, default=20, help="requests per c=1 batch")
-    parser.add_argument("--requests-c8", type=int, default=48, help="requests per c=8 batch")
+    parser.add_argument("--concurrency", default="1,8,16", help="client concurrencies, each a batch per round")
+    parser.add_argument("--requests", type=int, default=48, help="requests per batch (c=1: a third of it)")
     parser.add_argument("--rounds", type=int, default=2, help="batches per fleet and concurrency")
     parser.add_argument("--prompt-tokens", type=int, default=300)
     parser.add_argument("--output-tokens", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=4, help="unmeasured requests per fleet first")
     args = parser.parse_args(argv)
-    for name in ("requests_c1", "requests_c8", "rounds", "prompt_tokens", "output_tokens"):
+    levels = [int(x) for x in args.concurrency.split(",")]
+    if not all(1 <= c <= 64 for c in levels):
+        parser.error("--concurrency takes values 1..64")
+    for name in ("requests", "rounds", "prompt_tokens", "output_tokens"):
         if getattr(args, name) < 1 or getattr(args, name) > 2000:
             parser.error(f"--{name.replace('_', '-')} must be 1..2000")
 
@@ -120,6 +128,7 @@ def main(argv):
         plugin_p, plugin_d = start_plugin(plugin_fleet)
         Fleet.ready(stock_p, stock_d, plugin_p, plugin_d)
         proxies = {"stock": stock_fleet.proxy(stock_p, stock_d), "plugin": plugin_fleet.proxy(plugin_p, plugin_d)}
+        fleets = {"stock": stock_fleet, "plugin": plugin_fleet}
         print(f"fleets up in {time.perf_counter() - started:.0f} s", flush=True)
 
         seed = 50_000
@@ -128,17 +137,19 @@ def main(argv):
             batch(proxy.url, warm, 1, args.output_tokens)
             seed += args.warmup
 
-        results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": []}
-                   for f in proxies for c in (1, 8)}
+        results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": [], "cpu": 0.0}
+                   for f in proxies for c in levels}
         answers = {f: {} for f in proxies}
         for r in range(args.rounds):
-            for c, n in ((1, args.requests_c1), (8, args.requests_c8)):
+            for c, n in ((c, max(1, args.requests // 3) if c == 1 else args.requests) for c in levels):
                 prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(n)]
                 seed += n
                 order = ["stock", "plugin"] if (r + c) % 2 == 0 else ["plugin", "stock"]
                 for f in order:  # both fleets get the same prompts, in alternating order
+                    cpu0 = session_cpu_seconds(fleet_sessions(fleets[f]))
                     ttfts, wall, got, errors = batch(proxies[f].url, prompts, c, args.output_tokens)
                     row = results[(f, c)]
+                    row["cpu"] += session_cpu_seconds(fleet_sessions(fleets[f])) - cpu0
                     row["ttft"] += ttfts
                     row["wall"] += wall
                     row["requests"] += len(ttfts)
@@ -149,10 +160,10 @@ def main(argv):
 
     common = set(answers["stock"]) & set(answers["plugin"])
     differ = sorted(s for s in common if answers["stock"][s] != answers["plugin"][s])
-    report = {"machine_note": "2 cores shared with other work; both fleets measured alternately in one run",
+    report = {"machine_note": "both fleets measured alternately in one run", "concurrency": levels,
               "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens, "rounds": args.rounds,
               "answers_compared": len(common), "answers_differing": len(differ), "rows": []}
-    print(f"\n{'fleet':8} {'c':>2} {'requests':>8} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'req/s':>7} {'errors':>6}")
+    print(f"\n{'fleet':8} {'c':>2} {'requests':>8} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'req/s':>7} {'cpu s/req':>9} {'errors':>6}")
     for (f, c), row in results.items():
         if not row["ttft"]:
             raise RuntimeError(f"{f} c={c}: no request answered ({row['errors'][:3]})")
@@ -160,11 +171,13 @@ def main(argv):
         rps = row["requests"] / row["wall"]
         report["rows"].append({"fleet": f, "c": c, "requests": row["requests"], "ttft_p50_ms": round(p50, 1),
                                "ttft_p90_ms": round(p90, 1), "requests_per_s": round(rps, 3),
+                               "cpu_s_per_request": round(row["cpu"] / row["requests"], 4),
                                "errors": len(row["errors"])})
-        print(f"{f:8} {c:>2} {row['requests']:>8} {p50:>12.0f} {p90:>12.0f} {rps:>7.2f} {len(row['errors']):>6}")
+        print(f"{f:8} {c:>2} {row['requests']:>8} {p50:>12.0f} {p90:>12.0f} {rps:>7.2f} "
+              f"{row['cpu'] / row['requests']:>9.3f} {len(row['errors']):>6}")
     by = {(x["fleet"], x["c"]): x for x in report["rows"]}
-    print("\nplugin / stock (target: TTFT <= 1.10x, requests/s >= 0.90x):")
-    for c in (1, 8):
+    print("\nplugin / stock (target: TTFT p50 <= 1.0x, requests/s >= 1.0x):")
+    for c in levels:
         s, p = by[("stock", c)], by[("plugin", c)]
         ratios = {"ttft_p50": p["ttft_p50_ms"] / s["ttft_p50_ms"], "ttft_p90": p["ttft_p90_ms"] / s["ttft_p90_ms"],
                   "requests_per_s": p["requests_per_s"] / s["requests_per_s"]}
