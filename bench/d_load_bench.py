@@ -9,8 +9,8 @@ Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM o
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
 prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
 (``PdWorker._pull_and_copy``, what a load thread runs), split into the pull as the plugin sees it, the copy and
-the release. For reference it also times the previous engine path on pulls of the same size: the pull plus the
-KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
+the release. For reference it then times the previous engine path on as many pulls of the same size, in a loop
+of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
 between two contiguous buffers, on the load thread. Prints one row per geometry and prompt length
 (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
@@ -200,24 +200,26 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dic
                 t1 = time.perf_counter()
                 ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
                 t_memcpy = time.perf_counter() - t1
-                # the previous engine path on a pull of its own: pull, then the KV as an HTTP body
-                rid2, ids2, params2 = prefill(tokens)
-                t2 = time.perf_counter()
-                reply2 = d_client.pull(rid2, ids2, params2)
-                body = read_out(d.url, rid2)
-                t_http = time.perf_counter() - t2
-                assert len(body) == nbytes
                 if i < warmup:
                     continue
-                pd_ms = float(reply["timings"]["pull_ms"])
                 load.append(1000 * t_load)
-                pd_pull.append(pd_ms)
+                pd_pull.append(float(reply["timings"]["pull_ms"]))
                 pull.append(1000 * t_pull)
                 release.append(1000 * t_release)
                 copy.append(1000 * (t_load - t_pull - t_release))
                 memcpy.append(1000 * t_memcpy)
-                http_path.append(1000 * t_http)
-                http_pd_pull.append(float(reply2["timings"]["pull_ms"]))
+            # the previous engine path, in a loop of its own (its 48 MiB bodies would load D's JVM and the
+            # memory bus under the loads above): the pull, then the KV as an HTTP body
+            for i in range(warmup + n):
+                rid, ids, params = prefill(tokens)
+                t2 = time.perf_counter()
+                reply2 = d_client.pull(rid, ids, params)
+                body = read_out(d.url, rid)
+                t_http = time.perf_counter() - t2
+                assert len(body) == nbytes
+                if i >= warmup:
+                    http_path.append(1000 * t_http)
+                    http_pd_pull.append(float(reply2["timings"]["pull_ms"]))
             floor = [a + b for a, b in zip(pd_pull, memcpy)]
             row = {"geometry": name, "tokens": tokens, "blocks": blocks, "mib": nbytes / 2**20, "n": n}
             for key, xs in (("load", load), ("pd_pull", pd_pull), ("memcpy", memcpy), ("floor", floor),
