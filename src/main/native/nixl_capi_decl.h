@@ -14,7 +14,7 @@
 
 typedef int nixl_capi_status_t;
 enum { NIXL_CAPI_SUCCESS = 0, NIXL_CAPI_IN_PROG = 1 };
-enum { NIXL_CAPI_MEM_DRAM = 0 };
+enum { NIXL_CAPI_MEM_DRAM = 0, NIXL_CAPI_MEM_VRAM = 1 };
 enum { NIXL_CAPI_XFER_OP_READ = 0 };
 
 typedef struct nixl_capi_agent_s *nixl_capi_agent_t;

@@ -66,6 +66,11 @@ int pdx_region_register(pdx_agent_t *agent, uint64_t addr, uint64_t len,
                         pdx_region_t **region_out);
 int pdx_region_deregister(pdx_agent_t *agent, pdx_region_t *region);
 
+/* Registers [addr, addr+len) of CUDA device dev_id (the ordinal in this process) as VRAM: memory the
+ * caller allocated on the GPU and frees after pdx_region_deregister (vram.c). */
+int pdx_region_register_vram(pdx_agent_t *agent, uint64_t addr, uint64_t len, int32_t dev_id,
+                             pdx_region_t **region_out);
+
 /* Copies the agent's metadata blob into buf. If cap is too small, returns
  * PDX_ERR_BUFFER_SMALL and still writes the needed size to len_out. */
 int pdx_local_metadata(pdx_agent_t *agent, uint8_t *buf, uint64_t cap, uint64_t *len_out);

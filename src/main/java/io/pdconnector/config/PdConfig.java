@@ -115,6 +115,32 @@ public interface PdConfig {
         @WithDefault("/dev/shm")
         @NotBlank
         String shmDir();
+
+        /**
+         * Where the KV pool lives (docs/gpu.md): {@code dram}, the default, in host memory as it always has;
+         * {@code vram} in a pool pd-connector allocates on the engine's GPU ({@code gpu-uuid}), registers with
+         * NIXL as VRAM and shares with the engine's plugin over CUDA IPC. Lease slots stay in DRAM either way.
+         * With {@code vram} the start-up checks run (libcuda, the GPU, UCX's GPU transport, NIXL's VRAM
+         * registration) and any failure stops the start; nothing falls back to DRAM.
+         */
+        @WithDefault("dram")
+        KvMemory memory();
+
+        /**
+         * The engine's GPU for {@code memory=vram}, by UUID as {@code nvidia-smi -L} prints it
+         * ({@code GPU-8-4-4-4-12 hex}, or {@code MIG-...}): one per TP rank, in rank order, comma-separated;
+         * or {@code sole-visible} (TP 1 only): the one GPU this container sees, refused if it sees none or
+         * several (a pod whose containers share one GPU claim). Never an ordinal: ordinals are renumbered per
+         * container. Unset: no GPU (required with {@code vram}).
+         */
+        Optional<List<@Pattern(regexp = "sole-visible|(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+                String>> gpuUuid();
+    }
+
+    /** {@link Kv#memory()}: host memory (today's KV regions) or a GPU pool shared over CUDA IPC. */
+    enum KvMemory {
+        dram,
+        vram
     }
 
     interface Lease {

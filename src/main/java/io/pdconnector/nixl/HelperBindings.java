@@ -27,6 +27,7 @@ final class HelperBindings {
     private final MethodHandle memRetire;
     private final MethodHandle regionRegister;
     private final MethodHandle regionDeregister;
+    private final MethodHandle regionRegisterVram;
     private final MethodHandle localMetadata;
     private final MethodHandle remoteLoad;
     private final MethodHandle remoteInvalidate;
@@ -46,6 +47,7 @@ final class HelperBindings {
         memRetire = bind(lookup, "pdx_mem_retire", JAVA_LONG, JAVA_LONG);
         regionRegister = bind(lookup, "pdx_region_register", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS);
         regionDeregister = bind(lookup, "pdx_region_deregister", ADDRESS, ADDRESS);
+        regionRegisterVram = bind(lookup, "pdx_region_register_vram", ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS);
         localMetadata = bind(lookup, "pdx_local_metadata", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
         remoteLoad = bind(lookup, "pdx_remote_load", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG);
         remoteInvalidate = bind(lookup, "pdx_remote_invalidate", ADDRESS, ADDRESS);
@@ -134,6 +136,15 @@ final class HelperBindings {
             return (int) regionDeregister.invokeExact(agent, region);
         } catch (Throwable t) {
             throw linkageFailure("pdx_region_deregister", t);
+        }
+    }
+
+    /** pd.kv.memory=vram: device memory the caller allocated, registered as VRAM of device {@code dev} (vram.c). */
+    int regionRegisterVram(MemorySegment agent, long address, long length, int dev, MemorySegment out) {
+        try {
+            return (int) regionRegisterVram.invokeExact(agent, address, length, dev, out);
+        } catch (Throwable t) {
+            throw linkageFailure("pdx_region_register_vram", t);
         }
     }
 

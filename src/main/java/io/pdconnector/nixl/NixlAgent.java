@@ -4,6 +4,8 @@ import static io.pdconnector.nixl.NativeChecks.check;
 import static io.pdconnector.nixl.NativeChecks.checkName;
 
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.DeviceMemory;
+import io.pdconnector.transfer.DeviceRegion;
 import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
@@ -23,7 +25,7 @@ import java.nio.file.Path;
  * Confined to the thread that created it: the connector's step loop. Every call passes
  * {@link #enter()} before it reaches a collaborator; they rely on that and check no thread themselves.
  */
-final class NixlAgent implements TransferAgent {
+final class NixlAgent implements TransferAgent, DeviceMemory {
 
     private final HelperBindings native_;
     private final String name;
@@ -36,6 +38,7 @@ final class NixlAgent implements TransferAgent {
     private final NixlDescriptorLists descriptorLists;
     private final NixlReads reads;
     private final NixlNotifications notifications;
+    private final NixlDeviceMemory deviceMemory;
     private boolean closed;
 
     private NixlAgent(HelperBindings bindings, String name, MemorySegment agent) {
@@ -48,6 +51,7 @@ final class NixlAgent implements TransferAgent {
         this.descriptorLists = new NixlDescriptorLists(bindings, agent, name, scratch, handles);
         this.reads = new NixlReads(bindings, agent, name, scratch, handles);
         this.notifications = new NixlNotifications(bindings, agent, scratch);
+        this.deviceMemory = new NixlDeviceMemory(bindings, agent, scratch);
     }
 
     static NixlAgent create(HelperBindings bindings, String name, boolean progressThread, long delayUs,
@@ -82,6 +86,18 @@ final class NixlAgent implements TransferAgent {
     public void deregister(RegisteredRegion region) {
         enter();
         memory.deregister(region);
+    }
+
+    @Override
+    public DeviceRegion registerVram(String label, long address, long bytes, int deviceOrdinal) {
+        enter();
+        return deviceMemory.register(label, address, bytes, deviceOrdinal);
+    }
+
+    @Override
+    public void deregisterVram(DeviceRegion region) {
+        enter();
+        deviceMemory.deregister(region);
     }
 
     @Override
@@ -154,7 +170,7 @@ final class NixlAgent implements TransferAgent {
 
     @Override
     public int openHandles() {
-        return handles.count();
+        return handles.count() + deviceMemory.count();
     }
 
     @Override
@@ -165,6 +181,7 @@ final class NixlAgent implements TransferAgent {
         enter();
         if (openHandles() != 0) {
             throw new IllegalStateException("agent " + name + " still holds " + handles.describe()
+                    + (deviceMemory.count() == 0 ? "" : " and " + deviceMemory.count() + " VRAM regions")
                     + "; release them first");
         }
         closed = true;

@@ -33,4 +33,9 @@ public record NixlHome(Path root) {
     public Path pluginDir() {
         return libDir().resolve("plugins");
     }
+
+    /** UCX's transport modules as the wheel bundles them (auditwheel's folder; libucs finds them beside itself). */
+    public Path ucxModuleDir() {
+        return root.resolve("nixl_cu12.libs").resolve("ucx");
+    }
 }

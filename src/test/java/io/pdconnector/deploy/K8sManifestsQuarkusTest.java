@@ -109,13 +109,16 @@ class K8sManifestsQuarkusTest {
                 for (JsonNode v : vllm) {
                     VllmContainerCheck.check(name(d), spec, v, sidecar, config, httpPort(sidecar));
                 }
+                if (config.kv().memory() == PdConfig.KvMemory.vram) {
+                    GpuPodCheck.checkClaimTemplates(name(d), spec, docs);
+                }
                 JsonNode beside = sidecar;
                 assertTrue(stream(spec.path("initContainers")).anyMatch(c -> c == beside),
                         name(d) + ": the pd-connector beside vLLM is an initContainer (a native sidecar)");
                 vllmPods++;
             }
         }
-        if (overlay.getFileName().toString().startsWith("vllm")) {
+        if (overlay.getFileName().toString().startsWith("vllm") || overlay.getFileName().toString().startsWith("gpu")) {
             assertEquals(2, vllmPods, "P and D with vLLM beside their pd-connector in " + overlay);
         }
         assertTrue(pods >= 2, "prefill and decode Deployments in " + overlay);
@@ -207,9 +210,12 @@ class K8sManifestsQuarkusTest {
 
         long heapMib = heapMib(env.get("JAVA_OPTS"), name);
         long kvBytes = config.role() == PdConfig.Role.router ? 0 : kvBytes(config);
-        long expectedMib = ceilMib(kvBytes) + heapMib + NON_HEAP_MIB;
+        // pd.kv.memory=vram: the KV pool is GPU memory; the CUDA driver's host memory comes instead (docs/gpu.md)
+        long cudaMib = config.kv().memory() == PdConfig.KvMemory.vram ? GpuPodCheck.CUDA_HOST_MIB : 0;
+        long expectedMib = ceilMib(kvBytes) + heapMib + NON_HEAP_MIB + cudaMib;
         assertEquals(expectedMib + "Mi", c.at("/resources/limits/memory").asText(),
-                name + ": memory limit = KV and slots + heap + " + NON_HEAP_MIB + " MiB (README \"Sizing\")");
+                name + ": memory limit = KV and slots + heap + " + NON_HEAP_MIB + " MiB (README \"Sizing\")"
+                        + (cudaMib == 0 ? "" : " + " + cudaMib + " MiB of CUDA host memory, the KV in VRAM (docs/gpu.md)"));
         assertEquals(c.at("/resources/limits/memory").asText(), c.at("/resources/requests/memory").asText(),
                 name + ": requests = limits");
         if (config.role() != PdConfig.Role.router) {
@@ -229,7 +235,8 @@ class K8sManifestsQuarkusTest {
         long blockBytes = (long) c.model().layers() * 2 * headsPerRank * c.model().headDim()
                 * c.model().blockTokens() * c.model().dtypeBytes();
         long slots = c.lease().slots() > 0 ? c.lease().slots() : c.kv().numBlocks() + c.kv().maxNumSeqs();
-        return c.tpSize() * (c.kv().numBlocks() * blockBytes + slots * 8L);
+        long region = c.kv().memory() == PdConfig.KvMemory.vram ? 0 : c.kv().numBlocks() * blockBytes; // vram: on the GPU
+        return c.tpSize() * (region + slots * 8L);
     }
 
     static PdConfig convert(Map<String, String> env, Map<String, String> envNames, String pod) {

@@ -57,11 +57,19 @@ final class VllmContainerCheck {
 
     static void check(String pod, JsonNode spec, JsonNode vllm, JsonNode sidecar, PdConfig config, int sidecarPort) {
         Map<String, String> args = args(vllm);
-        checkTransferConfig(pod, args.get("--kv-transfer-config"), sidecarPort);
+        // pd.kv.memory=vram (k8s/overlays/gpu): vLLM's KV is GPU memory, the pool is shared over CUDA IPC (GpuPodCheck)
+        boolean vram = config.kv().memory() == PdConfig.KvMemory.vram;
+        checkTransferConfig(pod, args.get("--kv-transfer-config"), sidecarPort, vram ? "cuda" : "cpu");
         checkGeometry(pod, args, config);
-        checkSharedKvVolume(pod, spec, vllm, sidecar, config);
+        if (vram) {
+            GpuPodCheck.check(pod, spec, vllm, sidecar, config, args);
+        } else {
+            checkSharedKvVolume(pod, spec, vllm, sidecar, config);
+        }
         checkPortsAndProbes(pod, vllm, args, sidecarPort);
-        checkMemory(pod, spec, vllm);
+        if (!vram) {
+            checkMemory(pod, spec, vllm);
+        }
         assertEquals("Always", sidecar.path("restartPolicy").asText(), pod + ": pd-connector is a native sidecar "
                 + "(an initContainer with restartPolicy: Always), up before vLLM's plugin asks for its KV layout");
         if (config.role().consumer()) {
@@ -70,7 +78,7 @@ final class VllmContainerCheck {
         }
     }
 
-    private static void checkTransferConfig(String pod, String json, int sidecarPort) {
+    private static void checkTransferConfig(String pod, String json, int sidecarPort, String bufferDevice) {
         JsonNode kv;
         try {
             kv = new ObjectMapper().readTree(json);
@@ -80,8 +88,8 @@ final class VllmContainerCheck {
         }
         assertEquals(CONNECTOR, kv.path("kv_connector").asText(), pod + ": kv_connector");
         assertEquals(MODULE, kv.path("kv_connector_module_path").asText(), pod + ": kv_connector_module_path");
-        assertEquals("cpu", kv.path("kv_buffer_device").asText(),
-                pod + ": kv_buffer_device (the plugin copies vLLM's CPU cache)");
+        assertEquals(bufferDevice, kv.path("kv_buffer_device").asText(), pod + ": kv_buffer_device (the plugin copies "
+                + ("cuda".equals(bufferDevice) ? "vLLM's GPU cache: pd.kv.memory=vram" : "vLLM's CPU cache") + ")");
         assertTrue(Set.of("fail", "recompute").contains(kv.path("kv_load_failure_policy").asText("fail")),
                 pod + ": kv_load_failure_policy is fail or recompute");
         assertEquals("http://127.0.0.1:" + sidecarPort, kv.at("/kv_connector_extra_config/pd_url").asText(),
@@ -180,7 +188,14 @@ final class VllmContainerCheck {
         return flags;
     }
 
-    private static String mountedAt(JsonNode container, String path) {
+    /** A container's literal environment values (valueFrom entries as empty strings). */
+    static Map<String, String> env(JsonNode container) {
+        Map<String, String> env = new HashMap<>();
+        container.path("env").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText("")));
+        return env;
+    }
+
+    static String mountedAt(JsonNode container, String path) {
         Set<String> names = new HashSet<>();
         container.path("volumeMounts").forEach(v -> {
             if (v.path("mountPath").asText().equals(path)) {

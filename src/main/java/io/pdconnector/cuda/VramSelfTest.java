@@ -1,0 +1,131 @@
+package io.pdconnector.cuda;
+
+import io.pdconnector.transfer.DeviceMemory;
+import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * The start-up check of {@code pd.kv.memory=vram}, in the order a cause is cheapest to find: the CUDA
+ * driver (libcuda.so.1), the configured GPU list ({@code ranks}, which may refuse the configuration), each
+ * rank's GPU by UUID, UCX's GPU transport, then one whole pool lifecycle per
+ * GPU with NIXL (allocate the rank's full pool, register it as VRAM with a probe agent, export its IPC
+ * handle, deregister, free). The first failure ends it with a {@link VramStartupException} whose message
+ * is one sentence naming the cause; everything opened so far is closed first, by its one owner.
+ */
+public final class VramSelfTest {
+
+    private VramSelfTest() {
+    }
+
+    /** What the check needs; {@code probeAgent} is called only once the GPUs and UCX have passed. */
+    public record Inputs(Supplier<CudaDriver> driver, Supplier<List<GpuSelector>> ranks, long poolBytes,
+            Map<String, String> env, Path ucxModules, Supplier<TransferAgent> probeAgent) {
+    }
+
+    /** Runs the check; returns one line per step that passed, for the log. */
+    public static List<String> run(Inputs in) {
+        List<String> passed = new ArrayList<>();
+        CudaDriver driver;
+        try {
+            driver = in.driver().get();
+        } catch (CudaUnavailableException e) {
+            throw new VramStartupException(e.getMessage(), e);
+        } catch (CudaException e) {
+            throw new VramStartupException("pd.kv.memory=vram: the CUDA driver did not initialise (" + e.getMessage()
+                    + "): no usable GPU is given to this container", e);
+        }
+        passed.add("CUDA driver " + version(driver.driverVersion()));
+        List<GpuSelector> ranks = in.ranks().get();
+        List<CudaDevice> devices = new ArrayList<>();
+        RuntimeException failure = null;
+        try {
+            for (int rank = 0; rank < ranks.size(); rank++) {
+                CudaDevice device = open(driver, ranks.get(rank));
+                devices.add(device);
+                passed.add("rank " + rank + ": " + device);
+            }
+            Optional<String> ucx = UcxGpuTransport.problem(in.env(), in.ucxModules());
+            if (ucx.isPresent()) {
+                throw new VramStartupException("pd.kv.memory=vram: UCX offers no GPU transport: " + ucx.get()
+                        + "; VRAM would move over a host path (TCP or host-staged copies), so pd-connector refuses "
+                        + "to start instead");
+            }
+            passed.add("UCX: cuda_ipc allowed, CUDA transport module present");
+            try (TransferAgent agent = in.probeAgent().get()) {
+                if (!(agent instanceof DeviceMemory nixl)) {
+                    throw new VramStartupException("pd.kv.memory=vram: transfer agents of this engine ("
+                            + agent.getClass().getSimpleName() + ") cannot register VRAM; pd.kv.memory=vram needs "
+                            + "pd.transfer.engine=nixl without fault injection");
+                }
+                for (int rank = 0; rank < devices.size(); rank++) {
+                    passed.add("rank " + rank + ": " + lifecycle(devices.get(rank), nixl, rank, in.poolBytes()));
+                }
+            }
+        } catch (RuntimeException e) {
+            failure = e;
+            throw e;
+        } finally {
+            closeAll(devices, failure);
+        }
+        return passed;
+    }
+
+    private static CudaDevice open(CudaDriver driver, GpuSelector selector) {
+        try {
+            return CudaDevice.open(driver, selector);
+        } catch (GpuNotFoundException e) {
+            throw new VramStartupException(e.getMessage(), e);
+        }
+    }
+
+    /** One pool's whole life: what the service will do per rank once its ranks are wired (docs/gpu.md). */
+    private static String lifecycle(CudaDevice device, DeviceMemory nixl, int rank, long bytes) {
+        VramPool pool;
+        try {
+            pool = VramPool.create(device, nixl, "vram-selftest-r" + rank, bytes);
+        } catch (TransferException e) {
+            throw new VramStartupException("pd.kv.memory=vram: NIXL refused to register " + bytes + " bytes on GPU "
+                    + device.uuid() + " as VRAM (" + e.getMessage() + "): its UCX does not see device memory there; "
+                    + "the NIXL log line before this one says why", e);
+        } catch (CudaException.OutOfMemory e) {
+            throw new VramStartupException("pd.kv.memory=vram: GPU " + device.uuid() + " has no " + bytes
+                    + " bytes free for rank " + rank + "'s KV pool (" + e.getMessage() + "); lower pd.kv.num-blocks "
+                    + "or vLLM's --gpu-memory-utilization", e);
+        } catch (CudaException e) {
+            throw new VramStartupException("pd.kv.memory=vram: the KV pool of rank " + rank + " on GPU "
+                    + device.uuid() + " could not be made (" + e.getMessage() + ")", e);
+        }
+        String made = pool.toString();
+        pool.close();
+        return made + ": allocated, registered as VRAM, IPC handle exported, deregistered, freed";
+    }
+
+    /** Closes every device, last opened first; a failure is thrown, or added to the one already thrown. */
+    private static void closeAll(List<CudaDevice> devices, RuntimeException failure) {
+        RuntimeException first = failure;
+        for (CudaDevice d : devices.reversed()) {
+            try {
+                d.close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null && failure == null) {
+            throw first;
+        }
+    }
+
+    private static String version(int v) {
+        return (v / 1000) + "." + (v % 1000 / 10);
+    }
+}

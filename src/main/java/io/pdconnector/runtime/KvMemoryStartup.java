@@ -1,0 +1,86 @@
+package io.pdconnector.runtime;
+
+import io.pdconnector.config.ConnectorSettings;
+import io.pdconnector.config.PdConfig;
+import io.pdconnector.cuda.CudaDriver;
+import io.pdconnector.cuda.GpuSelector;
+import io.pdconnector.cuda.VramSelfTest;
+import io.pdconnector.cuda.VramStartupException;
+import io.pdconnector.nixl.NixlHome;
+import io.pdconnector.transfer.TransferEngine;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.annotation.Priority;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.nio.file.Path;
+import java.util.List;
+import org.jboss.logging.Logger;
+
+/**
+ * {@code pd.kv.memory} at start-up, before the step loops open (a smaller priority value than
+ * {@link ConnectorRuntime}'s start, so it is called first). With {@code dram}, the default, it does nothing at all. With
+ * {@code vram} it runs {@link VramSelfTest} and fails the start with the sentence of the first cause
+ * it finds; and when every check passes it still fails the start, saying so, because this build's
+ * producer and consumer ranks do not yet place their KV in the VRAM pool (docs/gpu.md, "What is
+ * wired"): serving from DRAM under {@code pd.kv.memory=vram} would be a silent fallback.
+ */
+@ApplicationScoped
+public class KvMemoryStartup {
+
+    /** Before ConnectorRuntime and TransferEngineProducer (default observer priority 2500). */
+    static final int PRIORITY = 100;
+
+    private static final Logger LOG = Logger.getLogger(KvMemoryStartup.class);
+
+    void check(@Observes @Priority(PRIORITY) StartupEvent event, PdConfig config, TransferEngine engine) {
+        if (config.kv().memory() == PdConfig.KvMemory.dram) {
+            return;
+        }
+        if (config.role() == PdConfig.Role.router) {
+            LOG.info("pd.kv.memory=vram has no effect on a router: it holds no KV");
+            return;
+        }
+        long poolBytes = config.kv().numBlocks() * ConnectorSettings.geometry(config.model()).blockBytes(config.tpSize());
+        Path ucxModules = new NixlHome(Path.of(config.nixl().home()).toAbsolutePath().normalize()).ucxModuleDir();
+        List<String> passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
+                poolBytes, System.getenv(), ucxModules, () -> engine.createAgent(config.engineId() + "-vram-selftest")));
+        passed.forEach(line -> LOG.infof("pd.kv.memory=vram check passed: %s", line));
+        throw new VramStartupException(notWired());
+    }
+
+    /** The GPU of each TP rank from pd.kv.gpu-uuid; refuses a missing or mis-sized list before any GPU is touched. */
+    static List<GpuSelector> ranks(PdConfig config) {
+        if (config.transfer().engine() != PdConfig.TransferKind.nixl) {
+            throw new VramStartupException("pd.kv.memory=vram needs pd.transfer.engine=nixl (NIXL registers the pool "
+                    + "as VRAM); pd.transfer.engine=" + config.transfer().engine() + " moves host memory only");
+        }
+        List<String> uuids = config.kv().gpuUuid().orElse(List.of());
+        int tp = config.tpSize();
+        if (uuids.isEmpty()) {
+            throw new VramStartupException("pd.kv.memory=vram needs pd.kv.gpu-uuid: the engine's GPU for each of the "
+                    + tp + " TP ranks, by UUID as nvidia-smi -L prints it (or sole-visible with pd.tp-size=1)");
+        }
+        if (uuids.contains(GpuSelector.SOLE_VISIBLE) && (tp != 1 || uuids.size() != 1)) {
+            throw new VramStartupException("pd.kv.gpu-uuid=sole-visible is for pd.tp-size=1 alone (pd.tp-size=" + tp
+                    + "): with several ranks, name each rank's GPU by UUID, in rank order");
+        }
+        if (uuids.size() != tp) {
+            throw new VramStartupException("pd.kv.gpu-uuid lists " + uuids.size() + " GPUs, pd.tp-size is " + tp
+                    + ": one GPU UUID per TP rank, in rank order");
+        }
+        if (uuids.stream().distinct().count() != uuids.size()) {
+            throw new VramStartupException("pd.kv.gpu-uuid names a GPU twice (" + uuids + "): each TP rank has its own GPU");
+        }
+        try {
+            return uuids.stream().map(GpuSelector::parse).toList();
+        } catch (IllegalArgumentException e) {
+            throw new VramStartupException("pd.kv.gpu-uuid: " + e.getMessage(), e);
+        }
+    }
+
+    static String notWired() {
+        return "pd.kv.memory=vram: the GPU checks passed (see the lines above), but this build's producer and consumer "
+                + "ranks do not yet keep their KV in the VRAM pool (issue 25; docs/gpu.md, \"What is wired\"); "
+                + "pd-connector refuses to start rather than serve the KV from DRAM under pd.kv.memory=vram";
+    }
+}
