@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU half of issue 25's checks (docs/gpu.md), for a GPU machine that has torch with CUDA and nothing else
+"""The GPU half of the GPU path's checks (docs/gpu.md), for a GPU machine that has torch with CUDA and nothing else
 of the project's (no JDK, no vLLM, no registry): scripts/gpu-check.sh runs it. Prints one line per check,
 ``PASS name``, ``FAIL name: why`` or ``DID NOT RUN name: why``, and ends with a summary; exits 0 only if every
 required check passed, 1 if one failed, 2 if the checks did not run (no GPU here: that is no pass).

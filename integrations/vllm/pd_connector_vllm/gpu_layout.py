@@ -1,5 +1,5 @@
 """The KV copies written once over torch tensors: vLLM's paged cache <-> pd-connector's blocks, for the CPU
-cache with the DRAM pool (today's path) and for a GPU cache with a VRAM pool (issue 25, docs/gpu.md).
+cache with the DRAM pool (today's path) and for a GPU cache with a VRAM pool (docs/gpu.md).
 
 pd-connector's block (one rank) holds every layer, ``[layer][k|v][head][token][dim]``
 (docs/engine-integration.md); a pool is a tensor ``(num_blocks, layers, 2, heads, tokens, dim)`` of the

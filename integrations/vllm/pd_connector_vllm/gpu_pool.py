@@ -1,4 +1,4 @@
-"""pd-connector's VRAM pool as the plugin sees it (issue 25, docs/gpu.md): a CUDA IPC mapping of the memory
+"""pd-connector's VRAM pool as the plugin sees it (docs/gpu.md): a CUDA IPC mapping of the memory
 pd-connector allocated on the engine's GPU (cuMemAlloc_v2 in the GPU's primary context), registered with NIXL
 as VRAM and exported with cuIpcGetMemHandle. The plugin opens the 64-byte handle here, in vLLM's process, on
 the GPU whose UUID pd-connector names, and copies between vLLM's cache and the pool (gpu_layout.BlockCopier).

@@ -1,4 +1,4 @@
-/* GPU memory registered with NIXL as VRAM (issue 25: pd.kv.memory=vram).
+/* GPU memory registered with NIXL as VRAM (pd.kv.memory=vram).
  *
  * The helper never allocates or frees device memory: pd-connector's Java side allocates the pool
  * with the CUDA driver (io.pdconnector.cuda.VramPool, cuMemAlloc_v2 in the GPU's primary context),

@@ -6,7 +6,7 @@ import java.util.HexFormat;
 import java.util.Objects;
 
 /**
- * pd-connector's KV staging pool on the engine's GPU (issue 25, docs/gpu.md): the pool owns one
+ * pd-connector's KV staging pool on the engine's GPU (docs/gpu.md): the pool owns one
  * {@code cuMemAlloc_v2} allocation in the GPU's primary context and its one NIXL VRAM registration.
  * Its life is, in this order and nothing else: allocate (zeroed), register with NIXL as VRAM, export
  * the CUDA IPC handle (64 bytes, copied out: no native memory is kept for it); then, in {@link #close()},

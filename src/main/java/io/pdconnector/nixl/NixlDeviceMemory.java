@@ -11,7 +11,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * One agent's VRAM registrations (issue 25). The memory is never the agent's: it registers what the
+ * One agent's VRAM registrations (docs/gpu.md). The memory is never the agent's: it registers what the
  * caller allocated on a GPU and hands it back on deregistration, after which the caller frees it.
  * Arguments are checked here before the downcall; a handle is accepted back only if this agent holds
  * it. Called only through {@link NixlAgent}, which has already checked the calling thread.

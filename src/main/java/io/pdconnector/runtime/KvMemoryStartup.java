@@ -80,7 +80,7 @@ public class KvMemoryStartup {
 
     static String notWired() {
         return "pd.kv.memory=vram: the GPU checks passed (see the lines above), but this build's producer and consumer "
-                + "ranks do not yet keep their KV in the VRAM pool (issue 25; docs/gpu.md, \"What is wired\"); "
+                + "ranks do not yet keep their KV in the VRAM pool (docs/gpu.md, \"What is wired\"); "
                 + "pd-connector refuses to start rather than serve the KV from DRAM under pd.kv.memory=vram";
     }
 }

@@ -126,6 +126,37 @@ class ProcessFaultsIT {
         d.delete("/v1/consumer/requests/frozen");
     }
 
+    /**
+     * P's params for {@code id}, or null once P was killed. Before the kill, P's pool (64 blocks) holds two
+     * of these 32-block prompts: a third client's prefill is answered 503 no-free-blocks until a lease is
+     * released, which is P serving as it should, so it is asked again after the Retry-After it names
+     * (bounded); any other failure before the kill fails the test with what P answered.
+     */
+    private JsonNode prefillBeforeOrAfterTheKill(String id, int[] tokens, java.util.concurrent.atomic.AtomicBoolean killed)
+            throws Exception {
+        long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            ServiceProcess.Reply r;
+            try {
+                r = p.tryPrefill(id, tokens);
+            } catch (java.io.IOException producerGone) {
+                if (killed.get()) {
+                    return null;
+                }
+                throw producerGone;
+            }
+            if (r.status() == 200) {
+                return r.json().path("kv_transfer_params");
+            }
+            if (killed.get()) {
+                return null;
+            }
+            assertTrue(r.status() == 503 && System.nanoTime() < until, "prefill " + id + " before P was killed: " + r);
+            String retryAfter = r.header("Retry-After");
+            Thread.sleep(retryAfter == null ? 100 : Math.min(1000, Long.parseLong(retryAfter) * 1000));
+        }
+    }
+
     @Test
     void aProducerKilledDuringTheDecodersReads_everyAnswerIsRightOrDeclined_andDecoderFreesEverything()
             throws Exception {
@@ -133,6 +164,7 @@ class ProcessFaultsIT {
         ExecutorService clients = Executors.newFixedThreadPool(4);
         Map<String, Integer> outcomes = new ConcurrentHashMap<>();
         AtomicInteger ids = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
         try {
             List<Future<?>> running = new java.util.ArrayList<>();
             for (int c = 0; c < 4; c++) {
@@ -140,11 +172,9 @@ class ProcessFaultsIT {
                     for (int i = 0; i < 200; i++) {
                         String id = "k-" + ids.incrementAndGet();
                         int[] tokens = prompt(SEED.getAndIncrement(), 512); // 32 blocks: READs that take a while
-                        JsonNode params;
-                        try {
-                            params = p.prefill(id, tokens);
-                        } catch (Throwable producerGone) {
-                            return null;
+                        JsonNode params = prefillBeforeOrAfterTheKill(id, tokens, killed);
+                        if (params == null) {
+                            return null; // P was killed
                         }
                         Reply r = d.pull(id, tokens, params);
                         outcomes.merge(judge(r), 1, Integer::sum);
@@ -160,6 +190,7 @@ class ProcessFaultsIT {
                         + " was to be killed mid-READs: " + outcomes + "\nP:\n" + p.tail() + "\nD:\n" + d.tail());
                 Thread.sleep(20);
             }
+            killed.set(true);
             p.kill();
             for (Future<?> f : running) {
                 f.get(60, TimeUnit.SECONDS);
