@@ -5,11 +5,13 @@ import io.pdconnector.kv.HeadSlice;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.kv.TpMapping;
 import io.pdconnector.error.IncompatiblePeerException;
+import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
+import io.pdconnector.transfer.TransferException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -106,7 +108,13 @@ final class RemotePeer {
         String name = loaded.get(key);
         if (name == null) {
             String declared = ranks.get(q).agentName();
-            name = rank.agent().loadRemoteMetadata(ranks.get(q).agentMetadata());
+            try {
+                name = rank.agent().loadRemoteMetadata(ranks.get(q).agentMetadata());
+            } catch (TransferException e) {
+                // NIXL could not load it (the producer unreachable, frozen or gone): the peer's failure, not ours
+                throw new PeerFailureException("decode rank " + rank.rank() + " cannot load producer " + engineId
+                        + " rank " + q + " (NIXL agent " + declared + "): " + e.getMessage(), e);
+            }
             if (!name.equals(declared)) {
                 if (!loadedByAnother.test(name)) {
                     rank.agent().invalidateRemote(name);

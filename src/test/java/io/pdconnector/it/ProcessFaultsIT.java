@@ -60,10 +60,16 @@ class ProcessFaultsIT {
         }
     }
 
-    /** A pull's answer is its prompt's KV, or no KV: never someone else's. */
+    /**
+     * A pull's answer is its prompt's KV, or no KV: never someone else's. A producer D cannot load (killed,
+     * frozen) fails the pull that needed the handshake as a peer failure: 502 peer-unreachable.
+     */
     private static String judge(Reply r) {
         if (r.status() == 409) {
             return "declined:" + r.json().path("reason").asText();
+        }
+        if (r.status() == 502 && "peer-unreachable".equals(r.json().path("reason").asText())) {
+            return "unreachable";
         }
         assertEquals(200, r.status(), r.toString());
         JsonNode body = r.json();
@@ -112,7 +118,7 @@ class ProcessFaultsIT {
             // timeout declined the pull: never wrong KV
             String outcome = judge(d.pull("frozen", tokens, params));
             assertTrue(List.of("received", "declined:lease_mismatch", "declined:timeout", "declined:peer_gone",
-                    "declined:unknown_peer").contains(outcome), outcome);
+                    "declined:unknown_peer", "unreachable").contains(outcome), outcome);
         } finally {
             p.signal("CONT");
         }

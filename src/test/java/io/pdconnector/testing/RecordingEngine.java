@@ -34,6 +34,8 @@ public final class RecordingEngine implements TransferEngine {
 
     public final List<String> events = Collections.synchronizedList(new ArrayList<>());
     public volatile String refuseRegionLabel;
+    /** When set, every agent refuses to load a peer's metadata as NIXL does when it cannot reach it (BACKEND, -2). */
+    public volatile boolean refuseRemoteLoads;
     /** When READs land, which fail, and when D's notifications arrive; open (no effect) by default. */
     public final Gates gates = new Gates();
 
@@ -190,6 +192,10 @@ public final class RecordingEngine implements TransferEngine {
 
         @Override
         public String loadRemoteMetadata(byte[] metadata) {
+            if (refuseRemoteLoads) {
+                events.add("load refused " + name());
+                throw io.pdconnector.transfer.TransferException.of("pdx_remote_load", -2);
+            }
             String remote = inner.loadRemoteMetadata(metadata);
             events.add("load " + name() + "<-" + remote);
             return remote;
