@@ -15,6 +15,9 @@ started=$SECONDS
 fail() { echo "vllm-ci: FAILED: $*" >&2; exit 1; }
 
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+# UCX (vLLM's NIXL, pd-connector's) on loopback and shared memory only: every process here talks over 127.0.0.1, and
+# a UCX agent created while a network interface comes or goes (a network-namespace test's veth) fails to start.
+export UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
 export PD_CONNECTOR_JAR=${PD_CONNECTOR_JAR:-$root/target/quarkus-app/quarkus-run.jar}
 export PD_NIXL_HOME=${PD_NIXL_HOME:-${PD_NIXL_CACHE:-$root/.cache/nixl}/nixl-cu12-1.5.1}
 [ -f "$PD_CONNECTOR_JAR" ] || fail "no packaged service at $PD_CONNECTOR_JAR (./mvnw -B -ntp package runs first)"
