@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The vLLM plugin's time on vLLM's scheduler thread per P request, without vLLM: the scheduler side's three
+hooks (update_state_after_alloc, build_connector_meta's share, request_finished) driven as vLLM's scheduler
+drives them, over the real control path (control.PdControl and its background thread) against a pd-connector
+that answers batches at once (so nothing here waits on a network, which is the point of the design).
+
+    PYTHONPATH=integrations/vllm python bench/plugin_sched_bench.py [--requests 20000] [--per-step 1,16]
+
+Per request: the sum of its hooks' times, as the plugin's own `sched` timing line reports it. Prints p50, p99
+and max in ms for each number of requests per engine step.
+"""
+import argparse
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations/vllm"))
+
+from pd_connector_vllm.control import PdControl  # noqa: E402
+from pd_connector_vllm.scheduler import PdScheduler  # noqa: E402
+
+BLOCK_TOKENS = 128
+
+
+class Status(Enum):
+    RUNNING = 1
+    FINISHED_LENGTH_CAPPED = 3
+
+
+@dataclass
+class Request:
+    request_id: str
+    prompt_token_ids: list
+    kv_transfer_params: dict
+    num_computed_tokens: int = 0
+    status: Status = Status.RUNNING
+
+    @property
+    def num_prompt_tokens(self):
+        return len(self.prompt_token_ids)
+
+
+class InstantP:
+    """pd-connector's batch call answered at once: grants fresh blocks and slots, commits everything."""
+    base_url = "in-process"
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.next_block = 0
+        self.nonce = 1
+
+    def batch(self, body):
+        with self.lock:
+            answer = {"commits": [{"id": c["request_id"], "status": 200} for c in body.get("commits", [])],
+                      "aborts": [], "returns": []}
+            ask = body.get("grant")
+            if ask:
+                blocks = list(range(self.next_block, self.next_block + ask["blocks"]))
+                self.next_block += ask["blocks"]
+                leases = [{"slot": i, "nonce": self.nonce + i} for i in range(ask["leases"])]
+                self.nonce += ask["leases"]
+                answer["grant"] = {"grant_id": ask.get("extend") or "g1-1", "block_ids": blocks, "leases": leases,
+                                   "expires_in_ms": 600_000, "block_bytes": 1, "ranks": [
+                                       {"rank": 0, "kv_file": "/dev/shm/x", "region_bytes": 1}],
+                                   "params_template": {"remote_engine_id": "p"}}
+            return answer
+
+
+def run(requests: int, per_step: int) -> list[float]:
+    control = PdControl(InstantP(), 4096, 4096, verify=True)
+    control.start()
+    control.wait_for_credit(10)
+    sched = PdScheduler(control, BLOCK_TOKENS)
+    times = []
+    prompt = list(range(300))
+    for step in range(requests // per_step):
+        reqs = [Request(f"r{step}-{i}", prompt, {"do_remote_decode": True}) for i in range(per_step)]
+        spent = {}
+        for r in reqs:  # schedule(): allocation of each new request
+            t0 = time.perf_counter_ns()
+            sched.update_state_after_alloc(r, [1, 2, 3], [], 0)
+            spent[r.request_id] = time.perf_counter_ns() - t0
+        t0 = time.perf_counter_ns()  # build_connector_meta(): the step's plan, shared by its requests
+        sched.build_plan({r.request_id: 300 for r in reqs}, lambda rid: [1, 2, 3])
+        share = (time.perf_counter_ns() - t0) / per_step
+        for r in reqs:  # update_from_output(): each finished request
+            r.num_computed_tokens = 300
+            r.status = Status.FINISHED_LENGTH_CAPPED
+            t0 = time.perf_counter_ns()
+            _, params = sched.request_finished(r)
+            spent[r.request_id] += time.perf_counter_ns() - t0 + share
+            assert params is not None, "a request got no params: the credit ran dry"
+        times += [v / 1e6 for v in spent.values()]
+    control.close(10)
+    return times
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--per-step", default="1,16")
+    args = parser.parse_args(argv)
+    for per_step in (int(x) for x in args.per_step.split(",")):
+        run(min(2000, args.requests), per_step)  # warm-up
+        t = sorted(run(args.requests, per_step))
+        q = lambda p: t[min(len(t) - 1, int(p / 100 * len(t)))]  # noqa: E731
+        print(f"{per_step:>3} requests per step: {len(t)} requests, scheduler thread per request "
+              f"p50 {q(50):.4f} ms, p99 {q(99):.4f} ms, max {t[-1]:.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
