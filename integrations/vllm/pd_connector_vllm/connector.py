@@ -19,6 +19,7 @@ key                           default    meaning
 ``pd_load_threads``           8          concurrent pulls on D
 ``pd_credit_blocks``          0 (auto)   P: pd-connector blocks to hold granted (auto: all of them)
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
+``pd_credit_wait_s``          10         P: how long a request waits (unscheduled) for its share of the grant
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
 ============================  =========  ================================================================
 
@@ -78,6 +79,7 @@ class PdSettings:
     log_timings: bool
     credit_blocks: int = 0
     credit_leases: int = 0
+    credit_wait_s: float = 10.0
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -93,9 +95,11 @@ class PdSettings:
                 float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
                 float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
                 str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"),
-                int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)))
+                int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)),
+                float(extra.get("pd_credit_wait_s", 10)))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
-                            ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads)):
+                            ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads),
+                            ("pd_credit_wait_s", s.credit_wait_s)):
             if value <= 0:
                 raise ValueError(f"kv_connector_extra_config.{name} must be positive, got {value}")
         for name, value in (("pd_credit_blocks", s.credit_blocks), ("pd_credit_leases", s.credit_leases)):
@@ -176,7 +180,7 @@ class PdConnector(KVConnectorBase_V1):
                 self._control.start()
                 self._control.wait_for_credit(settings.connect_timeout_s)
             self._scheduler = PdScheduler(self._control, vllm_config.cache_config.block_size,
-                                          settings.timing_level())
+                                          settings.timing_level(), settings.credit_wait_s)
         else:
             self._worker = PdWorker(settings.client(), tp_rank=0, tp_size=parallel.tensor_parallel_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level())

@@ -176,7 +176,9 @@ class PdControl:
             with self._cond:
                 while not (self._stopping or self._commits or self._aborts or self._returns
                            or self._needs_credit()):
-                    self._cond.wait(timeout=1.0)
+                    # short of credit and backing off: wake when P may be asked again, not a second later
+                    backoff = self._next_ask_at - self._clock()
+                    self._cond.wait(timeout=min(1.0, backoff) if backoff > 0 else 1.0)
                     self._retire()
                 self._retire()
                 if self._stopping and not (self._commits or self._aborts):

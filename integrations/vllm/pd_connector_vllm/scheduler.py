@@ -33,14 +33,18 @@ class _Produced:
     planned: bool = False
     bound: Bound | None = None
     sched_ns: int = 0
+    waiting_since: float = 0.0
 
 
 class PdScheduler:
     """``control`` is None when the pd-connector beside this instance is not a producer: then a P request
     gets no params (its decoder prefills itself) and that is said once."""
 
-    def __init__(self, control: PdControl | None, block_size: int, timing_level: int = logging.DEBUG):
+    def __init__(self, control: PdControl | None, block_size: int, timing_level: int = logging.DEBUG,
+                 credit_wait_s: float = 10.0, clock=time.monotonic):
         self._control = control
+        self._credit_wait_s = credit_wait_s
+        self._clock = clock
         self._timing_level = timing_level
         self._block_size = block_size
         self._producing: dict[str, _Produced] = {}
@@ -50,13 +54,43 @@ class PdScheduler:
 
     # ---- D: what to load ----------------------------------------------------------------------
 
-    def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int) -> tuple[int, bool]:
-        """All prompt tokens not computed locally load asynchronously, as vLLM's NIXL connector does;
-        vLLM recomputes the last one to sample from it."""
+    def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int) -> tuple[int | None, bool]:
+        """D: all prompt tokens not computed locally load asynchronously, as vLLM's NIXL connector does; vLLM
+        recomputes the last one to sample from it. P: the request takes its share of the grant (blocks and a
+        slot) before it is scheduled; while the grant is short of it (P's blocks still held by leases that
+        are ending) the answer is None, which makes vLLM keep the request waiting and ask again next step,
+        up to ``credit_wait_s``, after which it runs without params (its decoder prefills it)."""
+        if wants_remote_decode(request.kv_transfer_params):
+            start = time.perf_counter_ns()
+            ready = self._share_for(request)
+            produced = self._producing.get(request.request_id)
+            if produced is not None:
+                produced.sched_ns += time.perf_counter_ns() - start
+            return (0, False) if ready else (None, False)
         if not wants_remote_prefill(request.kv_transfer_params):
             return 0, False
         count = len(request.prompt_token_ids or ()) - num_computed_tokens
         return (count, True) if count > 0 else (0, False)
+
+    def _share_for(self, request: Any) -> bool:
+        """Whether the P request may be scheduled now: it holds its share of a grant, or it waited long enough."""
+        produced = self._producing.get(request.request_id)
+        if produced is None:
+            produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
+            self._producing[request.request_id] = produced
+        if produced.bound is not None or self._control is None or produced.planned:
+            return True
+        n_blocks = -(-request.num_prompt_tokens // self._block_size)
+        produced.bound = self._control.take(n_blocks)
+        if produced.bound is not None:
+            return True
+        if self._clock() - produced.waiting_since >= self._credit_wait_s:
+            log.warning("P request %s: no granted pd-connector blocks for %d blocks within %.1f s; it runs without "
+                        "kv_transfer_params and its decoder prefills it", request.request_id, n_blocks,
+                        self._credit_wait_s)
+            produced.planned = True  # runs without a share; never asks again
+            return True
+        return False
 
     def update_state_after_alloc(self, request: Any, block_ids: list[int], unhashed_block_ids: list[int],
                                  num_external_tokens: int) -> None:
@@ -64,7 +98,8 @@ class PdScheduler:
         if wants_remote_decode(params):
             start = time.perf_counter_ns()
             produced = self._producing.setdefault(request.request_id,
-                                                  _Produced(request, pd_request_id(request.request_id)))
+                                                  _Produced(request, pd_request_id(request.request_id),
+                                                            waiting_since=self._clock()))
             produced.sched_ns += time.perf_counter_ns() - start
             return
         if not wants_remote_prefill(params):
@@ -116,12 +151,17 @@ class PdScheduler:
             log.error("P request %s: %d tokens need %d blocks, vLLM holds %d; not exported",
                       req.request_id, num_tokens, n_blocks, len(vllm_blocks))
             return None
-        bound = self._control.take(n_blocks)
+        bound = produced.bound
+        if bound is not None and (len(bound.blocks) != n_blocks or not self._control.usable(bound)):
+            self._control.give_back(bound)  # not for this prompt, or too late in its grant's life to write into
+            bound = None
+        if bound is None:
+            bound = self._control.take(n_blocks)
+        produced.bound = bound
         if bound is None:
             log.warning("P request %s: no granted pd-connector blocks free for %d blocks; the decoder gets no "
                         "kv_transfer_params and prefills itself", req.request_id, n_blocks)
             return None
-        produced.bound = bound
         return SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(bound.blocks), num_tokens,
                         list(bound.grant.rank_files), bound.grant.id)
 
@@ -150,6 +190,9 @@ class PdScheduler:
     def _finish(self, produced: _Produced, request: Any) -> dict[str, Any] | None:
         bound = produced.bound
         if bound is None or self._control is None:
+            return None
+        if not produced.planned:  # ended before the step that completes its prompt: nothing was copied
+            self._control.give_back(bound)
             return None
         status = getattr(request.status, "name", str(request.status))
         if status not in FINISHED_NORMALLY or not self._control.usable(bound):

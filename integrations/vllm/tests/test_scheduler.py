@@ -124,6 +124,56 @@ def test_p_finished_too_late_in_its_grants_life_hands_out_nothing():
     assert control.names() == ["take", "give_back"]
 
 
+class Clock:
+    def __init__(self):
+        self.now = 50.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_p_request_waits_unscheduled_for_its_share_of_the_grant_then_runs_with_it():
+    control = FakeControl(credit=False)
+    clock = Clock()
+    s = PdScheduler(control, BS, credit_wait_s=10, clock=clock)
+    req = p_request(10)
+    assert s.get_num_new_matched_tokens(req, 0) == (None, False), "no share yet: vLLM keeps it waiting"
+    clock.now += 1
+    assert s.get_num_new_matched_tokens(req, 0) == (None, False)
+    control.credit = True                                  # the control thread got P's freed blocks back
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False)
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False), "the share is taken once"
+    s.update_state_after_alloc(req, [1, 2, 3], [], 0)
+    (save,) = s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3]).saves
+    assert save.pd_blocks == [40, 41, 42]
+    req.status = Status.FINISHED_STOPPED
+    assert s.request_finished(req)[1]["remote_block_ids"] == [[40, 41, 42]]
+    assert control.names() == ["take", "take", "take", "commit"], "taken before scheduling, used at the save"
+
+
+def test_p_request_that_waited_past_its_deadline_runs_without_params():
+    control = FakeControl(credit=False)
+    clock = Clock()
+    s = PdScheduler(control, BS, credit_wait_s=10, clock=clock)
+    req = p_request(10)
+    assert s.get_num_new_matched_tokens(req, 0) == (None, False)
+    clock.now += 10
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False), "past the deadline it is scheduled"
+    s.update_state_after_alloc(req, [1, 2, 3], [], 0)
+    assert s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3]).saves == []
+    req.status = Status.FINISHED_STOPPED
+    assert s.request_finished(req) == (False, None)
+
+
+def test_p_request_aborted_while_waiting_gives_its_share_back():
+    s, control = producer()
+    req = p_request(10)
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False)
+    req.status = Status.FINISHED_ABORTED
+    assert s.request_finished(req) == (False, None)
+    assert control.names() == ["take", "give_back"]
+
+
 def test_p_beside_a_pd_connector_that_is_no_producer_hands_out_nothing():
     s = PdScheduler(None, BS)
     req = p_request()
