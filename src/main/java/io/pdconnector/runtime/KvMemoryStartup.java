@@ -1,6 +1,7 @@
 package io.pdconnector.runtime;
 
 import io.pdconnector.config.ConnectorSettings;
+import io.pdconnector.config.KvMemory;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.cuda.CudaDriver;
 import io.pdconnector.cuda.GpuSelector;
@@ -33,7 +34,7 @@ public class KvMemoryStartup {
     private static final Logger LOG = Logger.getLogger(KvMemoryStartup.class);
 
     void check(@Observes @Priority(PRIORITY) StartupEvent event, PdConfig config, TransferEngine engine) {
-        if (config.kv().memory() == PdConfig.KvMemory.dram) {
+        if (config.kv().memory() == KvMemory.dram) {
             return;
         }
         if (config.role() == PdConfig.Role.router) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.pdconnector.config.KvMemory;
 import io.pdconnector.config.PdConfig;
 import io.quarkus.runtime.configuration.DurationConverter;
 import io.quarkus.runtime.configuration.MemorySize;
@@ -109,7 +110,7 @@ class K8sManifestsQuarkusTest {
                 for (JsonNode v : vllm) {
                     VllmContainerCheck.check(name(d), spec, v, sidecar, config, httpPort(sidecar));
                 }
-                if (config.kv().memory() == PdConfig.KvMemory.vram) {
+                if (config.kv().memory() == KvMemory.vram) {
                     GpuPodCheck.checkClaimTemplates(name(d), spec, docs);
                 }
                 JsonNode beside = sidecar;
@@ -211,7 +212,7 @@ class K8sManifestsQuarkusTest {
         long heapMib = heapMib(env.get("JAVA_OPTS"), name);
         long kvBytes = config.role() == PdConfig.Role.router ? 0 : kvBytes(config);
         // pd.kv.memory=vram: the KV pool is GPU memory; the CUDA driver's host memory comes instead (docs/gpu.md)
-        long cudaMib = config.kv().memory() == PdConfig.KvMemory.vram ? GpuPodCheck.CUDA_HOST_MIB : 0;
+        long cudaMib = config.kv().memory() == KvMemory.vram ? GpuPodCheck.CUDA_HOST_MIB : 0;
         long expectedMib = ceilMib(kvBytes) + heapMib + NON_HEAP_MIB + cudaMib;
         assertEquals(expectedMib + "Mi", c.at("/resources/limits/memory").asText(),
                 name + ": memory limit = KV and slots + heap + " + NON_HEAP_MIB + " MiB (README \"Sizing\")"
@@ -235,7 +236,7 @@ class K8sManifestsQuarkusTest {
         long blockBytes = (long) c.model().layers() * 2 * headsPerRank * c.model().headDim()
                 * c.model().blockTokens() * c.model().dtypeBytes();
         long slots = c.lease().slots() > 0 ? c.lease().slots() : c.kv().numBlocks() + c.kv().maxNumSeqs();
-        long region = c.kv().memory() == PdConfig.KvMemory.vram ? 0 : c.kv().numBlocks() * blockBytes; // vram: on the GPU
+        long region = c.kv().memory() == KvMemory.vram ? 0 : c.kv().numBlocks() * blockBytes; // vram: on the GPU
         return c.tpSize() * (region + slots * 8L);
     }
 

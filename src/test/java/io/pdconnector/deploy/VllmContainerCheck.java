@@ -58,7 +58,7 @@ final class VllmContainerCheck {
     static void check(String pod, JsonNode spec, JsonNode vllm, JsonNode sidecar, PdConfig config, int sidecarPort) {
         Map<String, String> args = args(vllm);
         // pd.kv.memory=vram (k8s/overlays/gpu): vLLM's KV is GPU memory, the pool is shared over CUDA IPC (GpuPodCheck)
-        boolean vram = config.kv().memory() == PdConfig.KvMemory.vram;
+        boolean vram = config.kv().memory() == io.pdconnector.config.KvMemory.vram;
         checkTransferConfig(pod, args.get("--kv-transfer-config"), sidecarPort, vram ? "cuda" : "cpu");
         checkGeometry(pod, args, config);
         if (vram) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.config.KvMemory;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.config.PdConfigs;
 import io.pdconnector.cuda.GpuSelector;
@@ -39,7 +40,7 @@ class KvMemoryStartupTest {
     @Test
     void dramIsTheDefaultAndDoesNothing() {
         PdConfig c = config();
-        assertEquals(PdConfig.KvMemory.dram, c.kv().memory());
+        assertEquals(KvMemory.dram, c.kv().memory());
         assertTrue(c.kv().gpuUuid().isEmpty());
         new KvMemoryStartup().check(null, c, UNTOUCHED);
     }
