@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Side-by-side bench of vLLM P/D: vLLM's own NixlConnector vs. the pd-connector plugin (bench/vllm_pd_bench.py,
-# options there: --concurrency, --requests, --rounds, --prompt-tokens, --output-tokens). Installs vLLM once
-# (integrations/vllm/scripts/setup-vllm.sh) and needs the packaged service (./mvnw -B -ntp package -DskipTests)
-# and NIXL (scripts/fetch-nixl.sh). Everything runs on 127.0.0.1; every process is stopped at the end.
+# Runs one of the vLLM benches in vLLM's venv:
+#   bench/vllm-pd.sh [options]              side by side: vLLM's own NixlConnector vs. the pd-connector plugin
+#                                           (bench/vllm_pd_bench.py: --concurrency, --requests, --rounds, ...)
+#   bench/vllm-pd.sh --prefill [options]    P's prefill-only throughput: no connector, stock, plugin
+#                                           (bench/vllm_prefill_bench.py: --requests, --concurrency, --fleets, ...)
+# Installs vLLM once (integrations/vllm/scripts/setup-vllm.sh) and needs the packaged service (./mvnw -B -ntp
+# package -DskipTests) and NIXL (scripts/fetch-nixl.sh). PD_BENCH_MODEL=<dir> serves another model (e.g.
+# bench/make-qwen-geometry-model.py's). Everything runs on 127.0.0.1; every process is stopped at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -13,4 +17,9 @@ setup_out=$(bash integrations/vllm/scripts/setup-vllm.sh)
 export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' <<<"$setup_out")
 export PD_VLLM_MODEL=${PD_BENCH_MODEL:-$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")}  # PD_BENCH_MODEL: another model dir
 export PD_E2E_LOGS=${PD_E2E_LOGS:-$root/target/vllm-bench/logs}
-exec "$PD_VLLM_PYTHON" bench/vllm_pd_bench.py "$@"
+bench=bench/vllm_pd_bench.py
+if [ "${1:-}" = "--prefill" ]; then
+  bench=bench/vllm_prefill_bench.py
+  shift
+fi
+exec "$PD_VLLM_PYTHON" "$bench" "$@"

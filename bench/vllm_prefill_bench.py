@@ -2,8 +2,8 @@
 """P's prefill-only throughput: one vLLM instance with no connector, with vLLM's own NixlConnector, and with the
 pd-connector plugin beside a producer pd-connector, each fleet started alone, the same requests to each.
 
-    bench/vllm-prefill.sh [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
-                          [--fleets none,stock,plugin]   (PD_VLLM_MODEL selects the model, e.g. the Qwen geometry)
+    bench/vllm-pd.sh --prefill [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
+                               [--fleets none,stock,plugin]   (PD_BENCH_MODEL selects another model)
 
 Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
 `kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
@@ -30,6 +30,7 @@ import openai  # noqa: E402
 
 from fleet import PLUGIN_CLASS, PLUGIN_MODULE, Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
+from vllm_pd_bench import percentile  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
@@ -84,11 +85,6 @@ def batch(url: str, prompts, concurrency: int):
     if any(t.is_alive() for t in threads):
         raise RuntimeError(f"a batch did not finish within {BATCH_DEADLINE_S} s")
     return latencies, time.perf_counter() - t0, errors, without_params
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
 def main(argv):
