@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Java mutants: each patch in model/java-mutants/ removes one lease rule (L1-L9, L11-L13) or one guard of the
-# engine path (G1, G3, G4) from the Java main code the way the Spin model's MUT_* switch removes it from
+# engine path (G1, G4; G3 is in java-mutants-unreplayed/: see model/README.md) from the Java main code the way the Spin model's MUT_* switch removes it from
 # lease.pml. For each patch this script
 # compiles the patched code and runs TrailReplayTest (the model's counterexample trails replayed
 # against the Java loops); a mutant is caught when at least one trail replay fails.
