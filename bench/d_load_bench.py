@@ -111,15 +111,15 @@ class Service:
 class TimedClient(PdClient):
     """The plugin's client, keeping the last pull's reply and the release's time for the bench."""
 
-    def pull(self, request_id, token_ids, params):
+    def pull(self, request_id, token_ids, params, decode_rank):
         t0 = time.perf_counter()
-        self.last_reply = super().pull(request_id, token_ids, params)
+        self.last_reply = super().pull(request_id, token_ids, params, decode_rank)
         self.pull_s = time.perf_counter() - t0
         return self.last_reply
 
-    def release(self, request_id):
+    def release(self, request_id, decode_rank):
         t0 = time.perf_counter()
-        super().release(request_id)
+        super().release(request_id, decode_rank)
         self.release_s = time.perf_counter() - t0
 
 
@@ -213,7 +213,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dic
             for i in range(warmup + n):
                 rid, ids, params = prefill(tokens)
                 t2 = time.perf_counter()
-                reply2 = d_client.pull(rid, ids, params)
+                reply2 = d_client.pull(rid, ids, params, 0)
                 body = read_out(d.url, rid)
                 t_http = time.perf_counter() - t2
                 assert len(body) == nbytes

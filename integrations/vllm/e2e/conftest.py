@@ -22,6 +22,17 @@ REPRODUCER_PROMPTS = {name: token_prompt(seed, 300) for seed, name in enumerate(
     "plugin-fail-seed", "plugin-fail-reuse-1", "plugin-fail-reuse-2",
     "plugin-recompute-seed", "plugin-recompute-reuse-1", "plugin-recompute-reuse-2",
 ], start=7000)}
+# The tensor-parallel fleets' prompts (test_tp_*.py), answered by the float32 reference.
+TP_PROMPTS = {name: token_prompt(seed, 300) for seed, name in enumerate([
+    "p1d2-stock-seed", "p1d2-fail-seed", "p1d2-recompute-seed",
+    "p2d1-stock-seed", "p2d1-fail-seed", "p2d1-recompute-seed", "p2d1-read-fault",
+], start=7500)}
+TP_DTYPE = "float32"
+
+
+def multi_block_cases() -> list[Case]:
+    """The equality prompts whose KV D pulls (a block or more); the shorter ones D computes itself."""
+    return [case for case in equality_cases() if "short" not in case.name]
 
 
 class Reference:
@@ -42,6 +53,21 @@ def reference() -> Reference:
           f"in {time.monotonic() - t0:.1f} s (start included)")
     distinct = set(equality.values()) | set(reproducer.values())
     assert len(distinct) == len(equality) + len(reproducer), \
+        "two prompts gave the same reference answer: the tiny model cannot tell wrong KV from right"
+    return Reference(equality, reproducer)
+
+
+@pytest.fixture(scope="session")
+def reference_tp() -> Reference:
+    """The tensor-parallel fleets' reference: one TP 1 instance serving the model in float32 (Fleet's `dtype`)."""
+    t0 = time.monotonic()
+    with Fleet("reference-f32", dtype=TP_DTYPE) as fleet:
+        c = client(fleet.vllm("single").url)
+        equality = {case.name: ask(c, case) for case in multi_block_cases()}
+        reproducer = {name: ask(c, Case(name, False, False, prompt)) for name, prompt in TP_PROMPTS.items()}
+    print(f"\nreference answers ({TP_DTYPE}) from one vLLM instance: {len(equality) + len(reproducer)} prompts "
+          f"in {time.monotonic() - t0:.1f} s (start included)")
+    assert len(set(equality.values()) | set(reproducer.values())) == len(equality) + len(reproducer), \
         "two prompts gave the same reference answer: the tiny model cannot tell wrong KV from right"
     return Reference(equality, reproducer)
 

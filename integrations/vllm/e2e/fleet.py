@@ -162,13 +162,24 @@ class Endpoint:
     process: Process
 
 
-class Fleet:
-    """Starts processes and owns them; `close` stops all of them in reverse order of start."""
+# The KV dtypes a fleet can serve the model in: vLLM's --dtype and pd-connector's pd.model.dtype-bytes.
+DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
 
-    def __init__(self, label: str):
+
+class Fleet:
+    """Starts processes and owns them; `close` stops all of them in reverse order of start.
+
+    `dtype` serves the model in another dtype than its own (geometry's `vllm_dtype`), every process alike:
+    tensor-parallel fleets run float32, because vLLM's TP 2 sums a layer's partial products in another order
+    than TP 1, and in bfloat16 that alone changes some greedy answers of the random-weight test model."""
+
+    def __init__(self, label: str, dtype: str | None = None):
         self.label = label
         self.processes: list[Process] = []
         self.stopped: list[Process] = []
+        self.geometry = geometry()
+        if dtype is not None:
+            self.geometry = dict(self.geometry, vllm_dtype=dtype, dtype_bytes=DTYPE_BYTES[dtype])
 
     def __enter__(self) -> "Fleet":
         return self
@@ -193,11 +204,13 @@ class Fleet:
         return process
 
     def vllm(self, name: str, kv_transfer_config: dict | None = None, num_blocks: int | None = None,
-             env: dict[str, str] | None = None, max_num_seqs: int | None = None, wait: bool = True) -> Endpoint:
-        """Starts a vLLM server; with wait=False the caller waits (`ready`), so several start at once."""
+             env: dict[str, str] | None = None, max_num_seqs: int | None = None, wait: bool = True,
+             tp: int = 1) -> Endpoint:
+        """Starts a vLLM server (with `tp` > 1 its TP workers are processes of its own session); with wait=False
+        the caller waits (`ready`), so several start at once."""
         port = free_port()
         cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir()),
-               "--served-model-name", "tiny", "--dtype", geometry()["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
+               "--served-model-name", "tiny", "--dtype", self.geometry["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
                "--max-model-len", str(MAX_MODEL_LEN), "--disable-uvicorn-access-log"]
         if num_blocks is not None:
             if (num_blocks - 1) * BLOCK_TOKENS < MAX_MODEL_LEN:
@@ -205,6 +218,8 @@ class Fleet:
             cmd += ["--num-gpu-blocks-override", str(num_blocks)]
         if max_num_seqs is not None:
             cmd += ["--max-num-seqs", str(max_num_seqs)]
+        if tp > 1:
+            cmd += ["--tensor-parallel-size", str(tp), "--distributed-executor-backend", "mp"]
         if kv_transfer_config is not None:
             cmd += ["--kv-transfer-config", json.dumps(kv_transfer_config)]
         # One OpenMP thread, not bound: vLLM's default binds every instance's threads to all cores, and several
@@ -242,13 +257,14 @@ class Fleet:
         return self.vllm(name, config, num_blocks, **kw)
 
     def pd_service(self, name: str, role: str, lease: str = "30s", num_blocks: int = 256,
-                   peers: list[Endpoint] = (), extra: dict[str, str] | None = None) -> Endpoint:
-        """The packaged pd-connector, geometry from the model: P `producer`, D `consumer` listing P (static)."""
+                   peers: list[Endpoint] = (), extra: dict[str, str] | None = None, tp: int = 1) -> Endpoint:
+        """The packaged pd-connector, geometry from the model: P `producer`, D `consumer` listing P (static); `tp`
+        ranks, one per TP worker of the vLLM beside it."""
         jar = _path_from_env("PD_CONNECTOR_JAR", REPO / "target/quarkus-app/quarkus-run.jar", "the packaged jar")
         nixl_default = Path(os.environ.get("PD_NIXL_CACHE") or REPO / ".cache/nixl") / "nixl-cu12-1.5.1"
         nixl = _path_from_env("PD_NIXL_HOME", nixl_default, "NIXL")
         java = _path_from_env("JAVA_HOME", Path("/usr/lib/jvm/temurin-25-jdk-amd64"), "Java 25") / "bin/java"
-        g = geometry()
+        g = self.geometry
         port = free_port()
         work = logs_dir() / f"{self.label}-{name}"
         work.mkdir(parents=True, exist_ok=True)
@@ -259,7 +275,7 @@ class Fleet:
             "pd.transfer.engine": "nixl", "pd.nixl.home": str(nixl),
             "pd.model.layers": str(g["layers"]), "pd.model.kv-heads": str(g["kv_heads"]),
             "pd.model.head-dim": str(g["head_dim"]), "pd.model.block-tokens": str(g["vllm_cpu_block_tokens"]),
-            "pd.model.dtype-bytes": str(g["dtype_bytes"]), "pd.kv.num-blocks": str(num_blocks),
+            "pd.model.dtype-bytes": str(g["dtype_bytes"]), "pd.kv.num-blocks": str(num_blocks), "pd.tp-size": str(tp),
             "pd.lease.duration": lease, "pd.lease.state-dir": str(work / "state"), "pd.kv.shm-dir": str(work / "shm"),
             # D's pull declines (409 with the reason); what the engine does then is vLLM's kv_load_failure_policy.
             "pd.consumer.failure-policy": "fail",
@@ -284,6 +300,22 @@ class Fleet:
         url = f"http://127.0.0.1:{port}"
         process.wait_ready(url + "/healthcheck", 60)
         return Endpoint(name, url, process)
+
+
+class Decoder:
+    """D for one kv_load_failure_policy: its pd-connector (listing P, `tp` ranks) and its vLLM (TP `tp`), started
+    without waiting for vLLM (the caller's `Fleet.ready`). `extra` adds pd-connector settings (fault injection)."""
+
+    def __init__(self, fleet: Fleet, pd_p: Endpoint, policy: str, lease_s: float, tp: int = 1, name: str | None = None,
+                 extra: dict[str, str] | None = None):
+        name = name or policy
+        self.pd_d = fleet.pd_service(f"pd-d-{name}", "consumer", lease=f"{lease_s}s", peers=[pd_p], tp=tp, extra=extra)
+        wait_registry_lists(self.pd_d, pd_p.process.name)
+        wait_peer_loaded(self.pd_d, pd_p.process.name)
+        self.d = fleet.plugin_vllm(f"d-{name}", self.pd_d, failure_policy=policy, wait=False, tp=tp)
+
+    def lease_declines(self) -> float:
+        return metric(self.pd_d, "pd_pull_declines_total", {"reason": "lease_mismatch"})
 
 
 def wait_registry_lists(d: Endpoint, engine_id: str, deadline_s: float = 30.0) -> None:

@@ -10,25 +10,12 @@ import openai
 import pytest
 
 from conftest import REPRODUCER_PROMPTS
-from fleet import Fleet, metric, record, status as service_status, wait_peer_loaded, wait_registry_lists
+from fleet import Decoder, Fleet, metric, record, status as service_status
 from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, prefill_on_p, reuse,
                       token_prompt)
 
 LEASE_S = 2
 HTTP = "http_server_requests_seconds_count"   # D's own count of the requests it served, by uri template
-
-
-class Decoder:
-    """D for one kv_load_failure_policy: its pd-connector (listing P) and its vLLM."""
-
-    def __init__(self, fleet: Fleet, pd_p, policy: str):
-        self.pd_d = fleet.pd_service(f"pd-d-{policy}", "consumer", lease=f"{LEASE_S}s", peers=[pd_p])
-        wait_registry_lists(self.pd_d, pd_p.process.name)
-        wait_peer_loaded(self.pd_d, pd_p.process.name)
-        self.d = fleet.plugin_vllm(f"d-{policy}", self.pd_d, failure_policy=policy, wait=False)
-
-    def lease_declines(self) -> float:
-        return metric(self.pd_d, "pd_pull_declines_total", {"reason": "lease_mismatch"})
 
 
 class PluginFleet:
@@ -37,7 +24,7 @@ class PluginFleet:
 
     def __init__(self, fleet: Fleet):
         self.pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=P_BLOCKS)
-        self.decoders = {policy: Decoder(fleet, self.pd_p, policy) for policy in ("fail", "recompute")}
+        self.decoders = {policy: Decoder(fleet, self.pd_p, policy, LEASE_S) for policy in ("fail", "recompute")}
         self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=P_BLOCKS, wait=False)
         fleet.ready(self.p, *(dec.d for dec in self.decoders.values()))
         self.proxy = fleet.proxy(self.p, self.decoders["fail"].d)

@@ -70,16 +70,20 @@ class PdClient:
 
     # ---- D side -------------------------------------------------------------------------------
 
-    def pull(self, request_id: str, token_ids: list[int], params: dict[str, Any]) -> dict[str, Any]:
-        """D's pull of P's KV; the reply says where D's pd-connector holds it (``block_ids`` in each rank's
-        ``ranks[].kv_file``) until :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``."""
-        body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params}
+    def pull(self, request_id: str, token_ids: list[int], params: dict[str, Any], decode_rank: int) -> dict[str, Any]:
+        """D's pull of P's KV for the vLLM worker of TP rank ``decode_rank``: every worker of the instance asks
+        with its rank and joins the one pull (one set of READs, one lease check over every P rank). The reply
+        says where D's pd-connector holds the KV (``block_ids`` in each rank's ``ranks[].kv_file``) until every
+        rank's :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``."""
+        body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params,
+                "decode_rank": decode_rank}
         return self._json("POST", "/v1/consumer/pull", body, self.pull_timeout_s, expect=(200,))
 
-    def release(self, request_id: str) -> None:
-        """Frees D's blocks of a pull (or aborts it while in flight); 404 if it is gone already."""
-        self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}", None, self.timeout_s,
-                   expect=(204,))
+    def release(self, request_id: str, decode_rank: int) -> None:
+        """This rank is done with the pull (an undecided pull is aborted for every rank); D frees its blocks once
+        every rank released. 404 if the pull is gone already."""
+        self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}?decode_rank={int(decode_rank)}", None,
+                   self.timeout_s, expect=(204,))
 
     # ---- both ---------------------------------------------------------------------------------
 

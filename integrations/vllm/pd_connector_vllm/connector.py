@@ -47,6 +47,7 @@ from vllm.logger import init_logger
 
 from .client import PdClient, PdError
 from .control import PdControl
+from .parallel import Parallelism, tp_rank
 from .scheduler import PdScheduler
 from .specs import StepPlan
 from .worker import PdWorker
@@ -161,10 +162,7 @@ class PdConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config: "VllmConfig", role: KVConnectorRole, kv_cache_config: "KVCacheConfig"):
         super().__init__(vllm_config, role, kv_cache_config)
         settings = PdSettings.from_extra(self._kv_transfer_config.kv_connector_extra_config or {})
-        parallel = vllm_config.parallel_config
-        if parallel.tensor_parallel_size != 1 or parallel.pipeline_parallel_size != 1:
-            raise NotImplementedError("PdConnector supports TP=1 and PP=1 only so far (a TP>1 decoder would "
-                                      "pull once per rank)")
+        parallelism = Parallelism.of(vllm_config)
         if len(kv_cache_config.kv_cache_groups) != 1:
             raise NotImplementedError("PdConnector supports models with one KV cache group (full attention) "
                                       f"only; this one has {len(kv_cache_config.kv_cache_groups)}")
@@ -182,7 +180,8 @@ class PdConnector(KVConnectorBase_V1):
             self._scheduler = PdScheduler(self._control, vllm_config.cache_config.block_size,
                                           settings.timing_level(), settings.credit_wait_s)
         else:
-            self._worker = PdWorker(settings.client(), tp_rank=0, tp_size=parallel.tensor_parallel_size,
+            rank = tp_rank() if parallelism.tp_size > 1 else 0
+            self._worker = PdWorker(settings.client(), tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level())
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 

@@ -1,11 +1,15 @@
 """Worker side of the plugin: the KV copies, next to vLLM's KV cache tensors.
 
+One PdWorker per vLLM TP worker, each with its own KV heads and the pd-connector rank of the same number.
 P: ``save`` runs in wait_for_save, after the step's forward wrote the prompt's KV, and copies it into
-the granted blocks of P's shared KV file (pd-connector holds it from then on), before the scheduler
-hands the params out in this step's ``request_finished``. D: ``start_loads`` hands each load to a
-bounded pool of threads (a pull blocks on pd-connector for as long as the transfer and the lease
-check take); the pulled blocks are copied from D's shared KV file, where D's pd-connector received them,
-into vLLM's blocks, and then released; ``take_results`` reports finished and failed loads to vLLM.
+the granted blocks of this rank's shared KV file (pd-connector holds it from then on), before the scheduler
+hands the params out in this step's ``request_finished`` (vLLM's executor waits for every worker's step
+before the scheduler sees its output). D: ``start_loads`` hands each load to a bounded pool of threads (a
+pull blocks on pd-connector for as long as the transfer and the lease check take); every worker asks for
+the pull with its rank and joins the one pull D's pd-connector runs for the request; each copies its rank's
+blocks from D's shared KV file into vLLM's blocks and releases its rank (D frees the blocks once every rank
+did); ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
+every worker reported it, and failed when any worker failed it.
 """
 
 from __future__ import annotations
@@ -54,8 +58,8 @@ class PdWorker:
         check_geometry(ordered, geometry, self._tp)
         self._layers = [t for _, t in ordered]
         self._geometry = geometry
-        log.info("pd-connector plugin: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
-                 "pd-connector %s (%s); D's copies by %s", geometry.layers, geometry.heads_per_rank,
+        log.info("pd-connector plugin, TP rank %d of %d: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
+                 "pd-connector %s (%s); D's copies by %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
                  geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
                  layout.get("role"), "numpy" if numpy_copies(self._layers) else "torch (caches numpy cannot view)")
 
@@ -79,6 +83,8 @@ class PdWorker:
 
     def _save(self, spec: SaveSpec) -> None:
         g = self._require_registered()
+        if len(spec.rank_files) != self._tp:
+            raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
         path, region_bytes = spec.rank_files[self._rank]
         if path is None:
             raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
@@ -123,7 +129,7 @@ class PdWorker:
         g = self._require_registered()
         t0 = time.perf_counter()
         try:
-            pulled = self._client.pull(spec.pd_request_id, spec.token_ids, spec.params)
+            pulled = self._client.pull(spec.pd_request_id, spec.token_ids, spec.params, self._rank)
         except PdError as e:
             log.warning("D request %s: pull declined or failed: %s", spec.request_id, e)
             if e.status == 0:
@@ -180,7 +186,7 @@ class PdWorker:
     def _release_pulled(self, spec: LoadSpec) -> str | None:
         """DELETE the copied pull: None once D's pd-connector freed it, else why the copy cannot be trusted."""
         try:
-            self._client.release(spec.pd_request_id)
+            self._client.release(spec.pd_request_id, self._rank)
             return None
         except PdError as e:
             if e.status == 404:
@@ -193,14 +199,14 @@ class PdWorker:
     def _release_only(self, spec: LoadSpec) -> None:
         """Pull and drop: P learns its KV was read and frees it now rather than at lease expiry."""
         try:
-            self._client.pull(spec.pd_request_id, spec.token_ids, spec.params)
-            self._client.release(spec.pd_request_id)
+            self._client.pull(spec.pd_request_id, spec.token_ids, spec.params, self._rank)
+            self._client.release(spec.pd_request_id, self._rank)
         except PdError as e:
             log.info("release of %s's remote KV: %s", spec.request_id, e)
 
     def _release(self, spec: LoadSpec) -> None:
         try:
-            self._client.release(spec.pd_request_id)
+            self._client.release(spec.pd_request_id, self._rank)
         except PdError as e:
             if e.status != 404:
                 log.warning("release of %s failed: %s", spec.pd_request_id, e)

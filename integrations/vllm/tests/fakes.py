@@ -50,11 +50,11 @@ class FakeClient:
     def abort(self, request_id):
         return self._answer("abort", request_id)
 
-    def pull(self, request_id, token_ids, params):
-        return self._answer("pull", request_id, list(token_ids), params)
+    def pull(self, request_id, token_ids, params, decode_rank):
+        return self._answer("pull", request_id, list(token_ids), params, decode_rank)
 
-    def release(self, request_id):
-        return self._answer("release", request_id)
+    def release(self, request_id, decode_rank):
+        return self._answer("release", request_id, decode_rank)
 
     def batch(self, body):
         return self._answer("batch", body)

@@ -171,22 +171,22 @@ def pd_retention(tmp_path_factory):
 class LateRelease(PdClient):
     """A plugin whose copy took longer than pd.consumer.retention: its release comes after it."""
 
-    def release(self, request_id):
+    def release(self, request_id, decode_rank):
         time.sleep(RETENTION_S + 1.5)
-        super().release(request_id)
+        super().release(request_id, decode_rank)
 
 
 def test_a_pull_never_released_is_freed_at_the_retention_and_a_release_after_it_fails_the_load(pd_retention):
     params = produce(pd_retention, "ret-1", vllm_caches(seed=14), [0, 1], 6)
     client = PdClient(pd_retention.url)
-    pulled = client.pull("ret-1-d", list(range(6)), params)   # and never released
+    pulled = client.pull("ret-1-d", list(range(6)), params, 0)   # and never released
     assert len(pulled["block_ids"]) == 2 and d_holds(pd_retention) == (1, 2)
     t0 = time.monotonic()
     while d_holds(pd_retention) != (0, 0) and time.monotonic() - t0 < RETENTION_S + 10:
         time.sleep(0.1)
     assert d_holds(pd_retention) == (0, 0), "freed by pd.consumer.retention"
     with pytest.raises(PdError) as e:
-        client.release("ret-1-d")
+        client.release("ret-1-d", 0)
     assert e.value.status == 404
 
     params = produce(pd_retention, "ret-2", vllm_caches(seed=15), [0, 1], 6)

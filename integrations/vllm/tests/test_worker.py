@@ -231,3 +231,60 @@ def test_shutdown_waits_for_loads_under_way_and_leaves_no_thread():
     gate.set()
     w.shutdown()
     assert not [t for t in threading.enumerate() if t.name.startswith("pd-load")]
+
+
+# ---- tensor parallelism: one PdWorker per vLLM TP worker, each with its own heads and pd-connector rank ----
+
+def tp2_layout():
+    return dict(LAYOUT, tp_size=2)
+
+
+def test_a_tp_worker_joins_the_pull_with_its_rank_copies_its_ranks_file_and_releases_its_rank(tmp_path):
+    """Rank 1 of 2: its KV heads are in D's rank-1 file; the pull and the release name rank 1, so D's
+    pd-connector runs one pull for both workers and frees the blocks after both released."""
+    p_layers, pd = p_kv()
+    reply = d_file(tmp_path / "pd-d-d1.kv", pd, fill=7.0)
+    other = d_file(tmp_path / "pd-d-d0.kv", torch.full_like(pd, -1.0))   # rank 0's heads: never this worker's
+    reply["ranks"] = [other["ranks"][0], dict(reply["ranks"][0], rank=1)]
+    client = FakeClient({"pull": reply})
+    w = PdWorker(client, tp_rank=1, tp_size=2, load_threads=1)
+    kv = caches()
+    w.register(kv, tp2_layout())
+    w.start_loads([load()], [])
+    r = results_within(w)
+    assert r.finished == {"req-d"} and r.failed == {}
+    for l, t in enumerate(kv.values()):
+        assert torch.equal(t[5], p_layers[l][2]) and torch.equal(t[1], p_layers[l][4])
+    assert [(c[0], c[-1]) for c in client.calls] == [("pull", 1), ("release", 1)]
+    w.shutdown()
+
+
+def test_a_tp_worker_refuses_a_reply_naming_another_number_of_ranks(tmp_path):
+    _, pd = p_kv()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd)})   # one rank's file for a TP 2 decoder
+    w = PdWorker(client, tp_rank=0, tp_size=2, load_threads=1)
+    w.register(caches(), tp2_layout())
+    w.start_loads([load()], [])
+    assert results_within(w).failed["req-d"].startswith("bad-answer: the pull reply names 1 ranks' KV files, "
+                                                        "vLLM runs TP 2")
+    assert client.names() == ["pull", "release"]   # this rank lets go of the pull: the request fails as a whole
+    w.shutdown()
+
+
+def test_a_tp_worker_on_p_writes_its_heads_into_its_ranks_file(tmp_path):
+    gen = torch.Generator().manual_seed(11)
+    kv = {f"model.layers.{i}.self_attn.attn": torch.randn(NB, H, T, 2 * D, generator=gen) for i in range(L)}
+    w = PdWorker(FakeClient(), tp_rank=1, tp_size=2, load_threads=1)
+    w.register(kv, tp2_layout())
+    files = [tmp_path / f"pd-p-r{r}.kv" for r in range(2)]
+    for f in files:
+        f.write_bytes(bytes(4 * LAYOUT["block_bytes"]))
+    w.save([SaveSpec("r1", "r1", [3], [2], 4, [(str(f), 4 * LAYOUT["block_bytes"]) for f in files], "g1")])
+    expected = torch.zeros(4, L, 2, H, T, D)
+    write_pd_blocks(list(kv.values()), [3], expected, [2])
+    assert torch.equal(torch.frombuffer(bytearray(files[1].read_bytes()), dtype=torch.float32).view(expected.shape),
+                       expected)
+    assert not any(files[0].read_bytes()), "rank 0's file is rank 0's worker's"
+    w.save([SaveSpec("r2", "r2", [1], [0], 3, [(str(files[0]), 4 * LAYOUT["block_bytes"])], "g2")])
+    assert w._client.calls == [("batch", {"returns": ["g2"]})], "a grant naming one rank's file cannot serve TP 2"
+    w.shutdown()
