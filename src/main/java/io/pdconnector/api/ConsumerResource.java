@@ -5,6 +5,7 @@ import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PulledKv;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
@@ -33,10 +34,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
 import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
@@ -68,7 +71,10 @@ public class ConsumerResource {
             description = "The KV stays in D's blocks block_ids, in D's KV files (ranks[].kv_file), until the pull"
                     + " is released (DELETE /v1/consumer/requests/{id}, or GET .../kv, which returns it and releases)"
                     + " or pd.consumer.retention passes; an engine on D's host maps the files and reads the blocks"
-                    + " in place. kv_checksum and matches_reference are computed only when asked for.")
+                    + " in place. kv_checksum and matches_reference are computed only when asked for. With"
+                    + " decode_rank, each of D's ranks asks for the same pull and gets the same answer; 409"
+                    + " rank-already-asked, rank-already-released, pull-mismatch or not-rank-shared refuses an ask"
+                    + " that cannot join, and a rank asking after a decline gets that decline.")
     public Uni<PullResponse> pull(@Valid @NotNull PullRequest request,
             @QueryParam("kv_checksum") @DefaultValue("false") @Parameter(description = "also answer kv_checksum,"
                     + " CRC-32C of the pulled KV as GET .../kv returns it (reads every pulled byte: about 0.1 ms"
@@ -83,7 +89,8 @@ public class ConsumerResource {
         long start = System.nanoTime();
         // the reply is built on this request's event loop, or on a worker when it recomputes reference KV
         Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
-        return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params,
+        OptionalInt rank = request.decodeRank() == null ? OptionalInt.empty() : OptionalInt.of(request.decodeRank());
+        return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params, rank,
                 ConsumerResource::cancelWhenClientGoes, replyOn)
                 .map(outcome -> reply(request.requestId(), outcome, start, checksum, checkReference));
     }
@@ -163,11 +170,34 @@ public class ConsumerResource {
     @Operation(summary = "Release a pull: frees its local blocks, or aborts it if it is still in flight",
             description = "204 once D's blocks are free again (an engine that read them in place from D's KV"
                     + " files may then trust what it copied); 404 if the pull is unknown, e.g. released already"
-                    + " by pd.consumer.retention, when its blocks may since hold another pull's KV")
+                    + " by pd.consumer.retention, when its blocks may since hold another pull's KV. With"
+                    + " decode_rank, that rank of a pull D's ranks share is done: 204 each time, and the blocks are"
+                    + " free once every rank has released (the last 204 vouches for them); an undecided pull is"
+                    + " aborted for every rank. 409 rank-already-released for a rank releasing twice,"
+                    + " not-rank-shared for a pull asked for without decode_rank")
     public void release(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
-                    description = RequestIds.SCHEMA_DESCRIPTION) String id) {
-        consumer().abort(id);
+                    description = RequestIds.SCHEMA_DESCRIPTION) String id,
+            @QueryParam("decode_rank") @Parameter(schema = @Schema(type = SchemaType.INTEGER, minimum = "0"),
+                    description = "the D rank releasing its share of a pull D's ranks share (0 to pd.tp-size - 1,"
+                            + " else 400 invalid-decode-rank); absent: release or abort the pull for every rank")
+            String decodeRank) {
+        ConsumerFacade consumer = consumer();
+        if (decodeRank == null) {
+            consumer.abort(id);
+        } else {
+            consumer.releaseRank(id, decodeRank(decodeRank));
+        }
+    }
+
+    /** Read here, not by JAX-RS, whose answer to a query parameter that is not a number is a 404. */
+    private static int decodeRank(String text) {
+        try {
+            return Integer.parseInt(text.strip());
+        } catch (NumberFormatException e) {
+            throw new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
+                    + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
+        }
     }
 
     /** A client that disconnects before its answer cancels its pull, which D then aborts. */

@@ -10,6 +10,7 @@ import io.pdconnector.error.UnavailableException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.smallrye.mutiny.Uni;
 import java.time.Duration;
+import java.util.OptionalInt;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -56,15 +57,26 @@ final class RemotePull {
      */
     static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, Consumer<Future<?>> submitted, Executor replyOn) {
+        return pullAsync(registry, consumer, requestId, tokens, params, OptionalInt.empty(), submitted, replyOn);
+    }
+
+    /**
+     * As above, asked for by D's rank {@code decodeRank} when present: the pull D's ranks share
+     * ({@link ConsumerFacade#submitPull(String, int[], KvTransferParams, OptionalInt)}). A rank that joined
+     * the pull and goes away only stops waiting; the pull goes on for the others.
+     */
+    static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+            KvTransferParams params, OptionalInt decodeRank, Consumer<Future<?>> submitted, Executor replyOn) {
         registry.requireTrusted(params);
-        CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
+        CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params, decodeRank);
         submitted.accept(pull);
         Duration deadline = consumer.deadline();
         return Uni.createFrom().completionStage(pull)
                 .ifNoItem().after(deadline).failWith(() -> UnavailableException.deadlineExceeded("pull "
                         + requestId + " got no answer within " + deadline))
                 .onFailure(CancellationException.class).transform(cancelled -> new ClientGoneException(requestId,
-                        "the caller of pull " + requestId + " went away before its answer; D aborts the pull"))
+                        "the caller of pull " + requestId + " went away before its answer; D aborts the pull"
+                                + " unless the caller was a decode rank that joined it"))
                 .onTermination().invoke(() -> pull.cancel(false)) // no effect once answered
                 .emitOn(replyOn)
                 .map(outcome -> {

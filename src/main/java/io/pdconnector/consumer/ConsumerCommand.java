@@ -3,6 +3,7 @@ package io.pdconnector.consumer;
 import io.pdconnector.loop.LoopCommand;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.ProducerIncarnation;
+import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -11,8 +12,12 @@ import java.util.concurrent.CompletableFuture;
  */
 sealed interface ConsumerCommand extends LoopCommand {
 
-    record Start(String requestId, int[] tokens, KvTransferParams params, CompletableFuture<PullOutcome> reply)
-            implements ConsumerCommand {
+    /**
+     * A pull, asked for by a router ({@code decodeRank} empty: one caller) or by one of D's ranks,
+     * which starts the pull or joins the one another rank started.
+     */
+    record Start(String requestId, int[] tokens, KvTransferParams params, OptionalInt decodeRank,
+            CompletableFuture<PullOutcome> reply) implements ConsumerCommand {
     }
 
     record Abort(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
@@ -20,6 +25,10 @@ sealed interface ConsumerCommand extends LoopCommand {
 
     /** Decode is done with the pulled KV: free the local blocks. */
     record Release(String requestId, CompletableFuture<Void> reply) implements ConsumerCommand {
+    }
+
+    /** Decode rank {@code rank} is done with a pull its ranks share (an undecided one is aborted for all). */
+    record ReleaseRank(String requestId, int rank, CompletableFuture<Void> reply) implements ConsumerCommand {
     }
 
     record ReadKv(String requestId, CompletableFuture<byte[]> reply) implements ConsumerCommand {

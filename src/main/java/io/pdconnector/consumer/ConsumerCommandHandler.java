@@ -7,9 +7,9 @@ import java.util.function.Supplier;
 
 /**
  * Answers every {@link ConsumerCommand}, on the loop thread. A refusal the caller can act on (a
- * {@link PdException}) fails the command's reply and changes nothing; anything else is a bug and
- * is a bug: the command's caller gets an internal error (500), an abort or release that was
- * changing a pull fails that pull through {@link Decider#fail}, and the step goes on. A new pull is
+ * {@link PdException}) fails the command's reply and changes nothing; anything else is a bug: the
+ * command's caller gets an internal error (500), an abort or release that was changing a pull fails
+ * that pull through {@link Decider#fail}, and the step goes on. A new pull is
  * the exception: whatever fails its arrival, a peer's transfer error included, is its caller's answer
  * ({@link Arrival}).
  */
@@ -20,14 +20,16 @@ final class ConsumerCommandHandler {
     private final Decider decider;
     private final KvReadout readout;
     private final PeerHandshake handshake;
+    private final SharedPulls shared;
 
     ConsumerCommandHandler(ConsumerState state, Arrival arrival, PeerHandshake handshake, Decider decider,
-            KvReadout readout) {
+            KvReadout readout, SharedPulls shared) {
         this.state = state;
         this.arrival = arrival;
         this.handshake = handshake;
         this.decider = decider;
         this.readout = readout;
+        this.shared = shared;
     }
 
     void handle(ConsumerCommand command, long now) {
@@ -37,6 +39,7 @@ final class ConsumerCommandHandler {
             Pull changed = switch (command) {
                 case ConsumerCommand.Abort a -> state.pulls.get(a.requestId());
                 case ConsumerCommand.Release r -> state.pulls.get(r.requestId());
+                case ConsumerCommand.ReleaseRank r -> state.pulls.get(r.requestId());
                 default -> null;
             };
             if (changed != null) {
@@ -52,6 +55,8 @@ final class ConsumerCommandHandler {
             case ConsumerCommand.Start s -> arrival.arrive(s, now);
             case ConsumerCommand.Abort a -> answer(a.reply(), () -> abort(state.known(a.requestId())));
             case ConsumerCommand.Release r -> answer(r.reply(), () -> release(state.known(r.requestId())));
+            case ConsumerCommand.ReleaseRank r -> answer(r.reply(),
+                    () -> shared.release(state.known(r.requestId()), r.rank()));
             case ConsumerCommand.ReadKv r -> answer(r.reply(), () -> readout.read(state.known(r.requestId())));
             case ConsumerCommand.Status s -> answer(s.reply(), () -> state.known(s.requestId()).status(now));
             case ConsumerCommand.Snapshot s -> s.reply().complete(state.snapshot());
@@ -60,7 +65,10 @@ final class ConsumerCommandHandler {
         }
     }
 
-    /** An undecided pull is declined as aborted; a decided one is released. */
+    /**
+     * An undecided pull is declined as aborted; a decided one is released. For a pull D's ranks share
+     * this is for every rank at once; the aborted one stays known for the ranks yet to ask, as a decline.
+     */
     private Void abort(Pull pull) {
         if (pull.state().decided()) {
             state.forget(pull);

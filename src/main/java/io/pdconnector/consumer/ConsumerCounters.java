@@ -28,6 +28,8 @@ public final class ConsumerCounters {
     public final AtomicLong pullsFailed = new AtomicLong();
     /** Pulls whose caller went away (its HTTP client disconnected) before they were decided: aborted, or never started. */
     public final AtomicLong callerGone = new AtomicLong();
+    /** Decode ranks that joined a pull another of D's ranks started, instead of starting a second one. */
+    public final AtomicLong joins = new AtomicLong();
     /** Decided pulls released by D after {@code pd.consumer.retention} because nobody read or released them. */
     public final AtomicLong expiredUnread = new AtomicLong();
     /** Block READs still in flight when their pull ended, held until NIXL reported them terminal (L13). */

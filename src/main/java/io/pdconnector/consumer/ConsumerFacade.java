@@ -1,6 +1,7 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
@@ -8,6 +9,7 @@ import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.protocol.RequestIds;
 import java.time.Duration;
+import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -17,6 +19,9 @@ import java.util.concurrent.CompletableFuture;
  * deadline, as the HTTP layer does.
  */
 public final class ConsumerFacade {
+
+    /** The reason a decode rank outside 0 to pd.tp-size - 1 is refused with (400). */
+    public static final String INVALID_DECODE_RANK = "invalid-decode-rank";
 
     private final CommandQueue<ConsumerCommand> commands;
     private final ConsumerConfig config;
@@ -35,13 +40,27 @@ public final class ConsumerFacade {
      * READs and blocks released; P's lease ends by expiry), and a decided one is left to the retention.
      */
     public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params) {
+        return submitPull(requestId, tokens, params, OptionalInt.empty());
+    }
+
+    /**
+     * As above, asked for by D's rank {@code decodeRank} (empty: a router's pull, one caller). The first
+     * rank's ask starts the pull; another rank's ask with the same request id, params and tokens joins
+     * it and gets the same outcome (at once if decided), so D reads P once for all its ranks. Refused
+     * (409, nothing changed): the same rank asking twice, other params or tokens, a router's pull. A
+     * rank that stops waiting does not abort a pull it joined; only the caller that started it does.
+     */
+    public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params,
+            OptionalInt decodeRank) {
         RequestIds.require(requestId);
         if (params == null) {
             throw new InvalidKvTransferParamsException("kv_transfer_params is missing");
         }
         params.validateForPull();
         PullValidation.requirePrompt(config, tokens, params);
-        return commands.submit(reply -> new ConsumerCommand.Start(requestId, tokens.clone(), params, reply));
+        decodeRank.ifPresent(this::requireDecodeRank);
+        return commands.submit(reply -> new ConsumerCommand.Start(requestId, tokens.clone(), params, decodeRank,
+                reply));
     }
 
     public PullOutcome pull(String requestId, int[] tokens, KvTransferParams params) {
@@ -76,13 +95,39 @@ public final class ConsumerFacade {
         return commands.submit(reply -> new ConsumerCommand.PeerWithdrawn(engineId, reply));
     }
 
-    /** Declines an undecided pull as aborted (P is not told it was read); releases a decided one. */
+    /**
+     * Declines an undecided pull as aborted (P is not told it was read); releases a decided one. A
+     * pull D's ranks share is aborted or released for every rank.
+     */
     public CompletableFuture<Void> submitAbort(String requestId) {
         return commands.submit(reply -> new ConsumerCommand.Abort(RequestIds.require(requestId), reply));
     }
 
     public void abort(String requestId) {
         Deadlines.await(submitAbort(requestId), deadline, "abort " + requestId);
+    }
+
+    /**
+     * D's rank {@code decodeRank} is done with a pull D's ranks share: its blocks are freed once every
+     * rank is (the answer to the last rank's release means they are free). An undecided pull is aborted
+     * for every rank. Refused (409, nothing changed): a rank releasing twice, a router's pull.
+     */
+    public CompletableFuture<Void> submitReleaseRank(String requestId, int decodeRank) {
+        RequestIds.require(requestId);
+        requireDecodeRank(decodeRank);
+        return commands.submit(reply -> new ConsumerCommand.ReleaseRank(requestId, decodeRank, reply));
+    }
+
+    public void releaseRank(String requestId, int decodeRank) {
+        Deadlines.await(submitReleaseRank(requestId, decodeRank), deadline, "release of rank " + decodeRank + " of "
+                + requestId);
+    }
+
+    private void requireDecodeRank(int rank) {
+        if (rank < 0 || rank >= config.tpSize()) {
+            throw new InvalidInputException(INVALID_DECODE_RANK, "decode_rank " + rank + " is not a rank of this"
+                    + " decoder: pd.tp-size is " + config.tpSize() + ", so it is 0 to " + (config.tpSize() - 1));
+        }
     }
 
     /** Decode no longer needs a decided pull's KV: frees its local blocks. */
@@ -103,7 +148,10 @@ public final class ConsumerFacade {
         return Deadlines.await(submitReadKv(requestId), deadline, "read KV of " + requestId);
     }
 
-    /** Where a pull is; a declined pull is forgotten once answered (fail policy), so it is unknown here. */
+    /**
+     * Where a pull is; a declined pull is forgotten once answered (fail policy; one D's ranks share, once
+     * every rank has its answer), so it is unknown here.
+     */
     public CompletableFuture<PullStatus> submitStatus(String requestId) {
         return commands.submit(reply -> new ConsumerCommand.Status(RequestIds.require(requestId), reply));
     }

@@ -50,7 +50,10 @@ final class ConsumerState {
         this.reference = new ReferenceEngine(config.geometry());
     }
 
-    /** The pull a command names; a declined pull is forgotten once answered, so it is unknown too. */
+    /**
+     * The pull a command names; a declined pull is forgotten once answered (one D's ranks share, once
+     * every rank has its answer), so it is unknown too.
+     */
     Pull known(String requestId) {
         Pull pull = pulls.get(requestId);
         if (pull == null) {
@@ -79,10 +82,28 @@ final class ConsumerState {
 
     /** Frees a pull's local blocks, if it got any (once no caller reads them, {@link PinnedBlocks}), and forgets it. */
     void forget(Pull pull) {
-        if (pull.localBlocks() != null) {
-            pinned.free(pull.kv(), pull.localBlocks());
-        }
+        freeBlocks(pull);
         pulls.remove(pull.requestId());
+    }
+
+    /** Frees a pull's local blocks, if it still holds any; the pull itself stays known. */
+    void freeBlocks(Pull pull) {
+        int[] blocks = pull.dropBlocks();
+        if (blocks != null) {
+            pinned.free(pull.kv(), blocks);
+        }
+    }
+
+    /**
+     * Forgets a decided pull D's ranks share once every rank is done with it ({@link DecodeRanks#done});
+     * a router's pull, or one a rank still holds, stays as it is.
+     */
+    void settle(Pull pull) {
+        DecodeRanks ranks = pull.decodeRanks();
+        if (ranks != null && pull.state().decided() && pulls.get(pull.requestId()) == pull
+                && ranks.done(pull.state() != PullState.DECLINED)) {
+            forget(pull);
+        }
     }
 
     ConsumerSnapshot snapshot() {

@@ -11,8 +11,8 @@ import org.jboss.logging.Logger;
  * The one place a pull is decided. A clean pull notifies P, with the lease's nonce, and only here:
  * after its slot check (L6). Anything else counts a lease-check failure when it is one (L7) and
  * applies {@code kv_load_failure_policy}. Either way the pull leaves its phase list, its heartbeats
- * stop, and its caller gets the outcome; a READ it still holds goes to the {@link Quarantine}, with
- * its blocks if that READ is still in flight (L13).
+ * stop, and its callers (every decode rank waiting, when D's ranks share it) get the outcome; a READ
+ * it still holds goes to the {@link Quarantine}, with its blocks if that READ is still in flight (L13).
  *
  * <p>It is also the one place a pull is failed by a bug: every phase runs each pull's share of its
  * work through {@link #guard}, so an unexpected exception (or an {@link OutOfMemoryError}) fails the
@@ -54,7 +54,8 @@ final class Decider {
             pull.exposeKv(state.exposeKv(pull));
         }
         pull.retainUntil(state.clock.millis() + state.config.retention().toMillis());
-        pull.reply().complete(pull.outcome());
+        pull.answerCallers();
+        state.settle(pull);
     }
 
     /**
@@ -98,8 +99,7 @@ final class Decider {
         if (!pull.state().decided()) {
             pull.moveTo(PullState.DECLINED, null);
         }
-        pull.reply().completeExceptionally(new IllegalStateException("pull " + pull.requestId()
-                + " failed on the step loop", cause));
+        pull.failCallers(new IllegalStateException("pull " + pull.requestId() + " failed on the step loop", cause));
     }
 
     /**
@@ -120,7 +120,11 @@ final class Decider {
         return pull.localBlocks() != null;
     }
 
-    /** A declined pull is forgotten at once: its caller has the reason, and nothing is left to release. */
+    /**
+     * A declined pull is forgotten at once: its caller has the reason, and nothing is left to release.
+     * One D's ranks share frees its blocks at once too, but stays known until every rank has the answer
+     * ({@link ConsumerState#settle}), so that a rank asking later gets this decline, not a second pull.
+     */
     private void applyPolicy(Pull pull, DeclineReason reason, boolean recompute) {
         if (recompute) {
             state.ranks.forEach(r -> r.recompute(state.reference, pull.localBlocks(), pull.tokens(),
@@ -129,7 +133,11 @@ final class Decider {
             state.counters.recomputed.incrementAndGet();
             return;
         }
-        state.forget(pull);
+        if (pull.decodeRanks() == null) {
+            state.forget(pull);
+        } else {
+            state.freeBlocks(pull);
+        }
         pull.moveTo(PullState.DECLINED, reason);
         state.counters.declined.incrementAndGet();
     }

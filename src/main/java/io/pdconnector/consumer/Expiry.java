@@ -7,8 +7,10 @@ import org.jboss.logging.Logger;
 /**
  * Declines, as timeout, every undecided pull past its deadline, whatever phase it waits in; and
  * releases every decided pull still held past its retention ({@code pd.consumer.retention}): decode
- * neither read nor released its KV, so its caller is gone and its blocks and request id are freed.
- * An undecided pull whose caller cancelled its future (the HTTP client went away) is aborted at once.
+ * neither read nor released its KV, so its caller is gone and its blocks and request id are freed
+ * (one D's ranks share, whichever ranks did not release it). An undecided pull whose caller cancelled
+ * its future (the HTTP client went away) is aborted at once; only the caller that started it counts,
+ * as a rank that joined it and went away just stops waiting.
  */
 final class Expiry {
 
@@ -47,7 +49,10 @@ final class Expiry {
             if (pull.state().decided()) {
                 if (now >= pull.retainedUntilMillis()) {
                     state.forget(pull);
-                    state.counters.expiredUnread.incrementAndGet();
+                    // a declined pull D's ranks share is kept only for ranks yet to ask: it held no KV to read
+                    if (pull.state() != PullState.DECLINED) {
+                        state.counters.expiredUnread.incrementAndGet();
+                    }
                     n++;
                 }
             } else if (pull.reply().isCancelled() || now >= pull.deadlineMillis()) {

@@ -6,7 +6,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-/** One pull on D, owned by the consumer step loop: its local blocks, its READs, its slot observations. */
+/**
+ * One pull on D, owned by the consumer step loop: its local blocks, its READs, its slot observations,
+ * and, when D's ranks share it, where each rank is with it ({@link DecodeRanks}).
+ */
 final class Pull {
 
     private static final long UNSEEN = -1;
@@ -17,6 +20,8 @@ final class Pull {
     private final RemotePeer peer;
     private final long deadlineMillis;
     private final CompletableFuture<PullOutcome> reply;
+    /** Null for a router's pull: one caller, answered through {@link #reply}. */
+    private final DecodeRanks decodeRanks;
     private final List<BlockRead> reads = new ArrayList<>();
     private final long[] observedSlots;
     /** {@code params.blockIds()}, once: every step a queued pull waits reads it. */
@@ -35,13 +40,14 @@ final class Pull {
     private long decidedNanos;
 
     Pull(String requestId, int[] tokens, KvTransferParams params, RemotePeer peer, long deadlineMillis,
-            CompletableFuture<PullOutcome> reply) {
+            CompletableFuture<PullOutcome> reply, DecodeRanks decodeRanks) {
         this.requestId = requestId;
         this.tokens = tokens;
         this.params = params;
         this.peer = peer;
         this.deadlineMillis = deadlineMillis;
         this.reply = reply;
+        this.decodeRanks = decodeRanks;
         this.observedSlots = new long[peer.ranks().size()];
         this.remoteBlocks = params.blockIds();
         Arrays.fill(observedSlots, UNSEEN);
@@ -170,6 +176,30 @@ final class Pull {
                 new PullTimeline(arrivedNanos, postStartedNanos, readsPostedNanos, readsDoneNanos, decidedNanos));
     }
 
+    /** The decision reaches every caller waiting for it: the one that started the pull, and joined ranks. */
+    void answerCallers() {
+        PullOutcome outcome = outcome();
+        reply.complete(outcome);
+        if (decodeRanks != null) {
+            decodeRanks.answer(outcome);
+        }
+    }
+
+    /** The pull failed (a bug, or shutdown): every caller waiting for it gets {@code cause}. */
+    void failCallers(Throwable cause) {
+        reply.completeExceptionally(cause);
+        if (decodeRanks != null) {
+            decodeRanks.fail(cause);
+        }
+    }
+
+    /** The local blocks leave this pull, to be freed ({@link ConsumerState#freeBlocks}). */
+    int[] dropBlocks() {
+        int[] blocks = localBlocks;
+        localBlocks = null;
+        return blocks;
+    }
+
     /** Decided with KV: callers may read it off the loop until the pull is released. */
     void exposeKv(PulledKv view) {
         this.kv = view;
@@ -209,8 +239,14 @@ final class Pull {
         return deadlineMillis;
     }
 
+    /** The reply of the caller that started the pull; cancelled, it aborts the pull while undecided. */
     CompletableFuture<PullOutcome> reply() {
         return reply;
+    }
+
+    /** Null unless D's ranks share this pull (it was asked for with a decode rank). */
+    DecodeRanks decodeRanks() {
+        return decodeRanks;
     }
 
     PullState state() {

@@ -17,4 +17,9 @@ public record PullOutcome(String requestId, PullState state, DeclineReason reaso
     public int[] localBlockIds() {
         return localBlockIds.clone();
     }
+
+    /** The same outcome for a caller that arrived on the loop at {@code arrivedNanos} (a joining rank). */
+    PullOutcome seenFrom(long arrivedNanos) {
+        return new PullOutcome(requestId, state, reason, localBlockIds, kv, timeline.seenFrom(arrivedNanos));
+    }
 }

@@ -65,8 +65,9 @@ public final class PullScheduler implements StepWorker {
         Decider decider = new Decider(state, notices);
         this.decider = decider;
         PeerHandshake handshake = new PeerHandshake(state, registry, decider);
-        this.handler = new ConsumerCommandHandler(state, new Arrival(state, handshake, decider), handshake, decider,
-                new KvReadout(state));
+        SharedPulls shared = new SharedPulls(state, decider);
+        this.handler = new ConsumerCommandHandler(state, new Arrival(state, handshake, decider, shared), handshake,
+                decider, new KvReadout(state), shared);
         this.reads = new ReadPoller(state, decider);
         this.slots = new SlotChecker(state, decider);
         this.starter = new PullStarter(state, decider);
@@ -181,7 +182,7 @@ public final class PullScheduler implements StepWorker {
                 if (!pull.cancelReads()) {
                     LOG.errorf("a READ of pull %s could not be cancelled at shutdown", pull.requestId());
                 }
-                pull.reply().completeExceptionally(closing);
+                pull.failCallers(closing);
             }
         }
         state.pulls.clear();

@@ -38,4 +38,19 @@ public record PullTimeline(long arrived, long postStarted, long readsPosted, lon
         }
         return out;
     }
+
+    /**
+     * The pull as a caller that reached the loop at {@code joined} (a decode rank joining a pull another
+     * rank started) saw it: every phase that had begun before is moved to {@code joined}, so the caller's
+     * {@code to_loop_ms} ends there and its phases still add up to its own {@code pull_ms}.
+     */
+    PullTimeline seenFrom(long joined) {
+        return new PullTimeline(Math.max(arrived, joined), later(postStarted, joined), later(readsPosted, joined),
+                later(readsDone, joined), later(decided, joined));
+    }
+
+    /** A phase the pull skipped (0) stays skipped. */
+    private static long later(long stamp, long joined) {
+        return stamp == 0 ? 0 : Math.max(stamp, joined);
+    }
 }

@@ -6,7 +6,9 @@
  * step's phases, in order, each a class sharing {@code ConsumerState}: {@code Arrival} (with
  * {@code PeerHandshake}), {@code NotificationOutbox} (heartbeats), {@code ReadPoller},
  * {@code SlotChecker}, {@code PullStarter}, {@code Expiry}; {@code Decider} decides for all of
- * them, and {@code KvReadout} hands a decided pull's KV to callers.
+ * them, and {@code KvReadout} hands a decided pull's KV to callers. A pull D's tensor-parallel
+ * ranks share (each asks with its decode rank) is joined and released rank by rank in
+ * {@code SharedPulls}, one state per rank in {@code DecodeRanks}.
  *
  * <p>A pull goes QUEUED (heartbeating from arrival) → READING (block READs posted without
  * notification, one per source rank) → CHECKING_SLOTS once every READ is terminal (L9) → RECEIVED,

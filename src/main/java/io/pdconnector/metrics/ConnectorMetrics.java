@@ -158,6 +158,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_pulls_caller_gone", "Pulls whose caller went away (its HTTP client disconnected) before they"
                 + " were decided: aborted at once, or never started; expected, not an error", c.callerGone);
         counter("pd_pulls_failed", "Pulls failed by an unexpected error in D's step (answered 500)", c.pullsFailed);
+        counter("pd_pull_joins", "Asks of a decode rank that joined a pull another of D's ranks started",
+                c.joins);
         counter("pd_reads_quarantined", "Block READs still in flight when their pull ended, held until terminal",
                 c.readsQuarantined);
         counter("pd_blocks_quarantined", "D blocks held back with such READs instead of freed at once",

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -69,6 +70,14 @@ public final class ConsumerFixture {
         return pull;
     }
 
+    /** As {@link #submitPull(String, int[], KvTransferParams)}, asked for by D's rank {@code decodeRank}. */
+    public CompletableFuture<PullOutcome> submitPull(String requestId, int[] tokens, KvTransferParams params,
+            int decodeRank) {
+        CompletableFuture<PullOutcome> pull = facade.submitPull(requestId, tokens, params, OptionalInt.of(decodeRank));
+        prompts.put(requestId, tokens.clone());
+        return pull;
+    }
+
     /**
      * The prompt the latest {@link #submitPull} of {@code requestId} sent: what a caller checking the
      * pulled KV against the reference engine knows, as D's loop offers no such check.
@@ -87,6 +96,10 @@ public final class ConsumerFixture {
 
     public CompletableFuture<Void> submitRelease(String requestId) {
         return facade.submitRelease(requestId);
+    }
+
+    public CompletableFuture<Void> submitReleaseRank(String requestId, int decodeRank) {
+        return facade.submitReleaseRank(requestId, decodeRank);
     }
 
     public CompletableFuture<byte[]> submitReadKv(String requestId) {
