@@ -11,10 +11,13 @@ import pytest
 
 from conftest import TP_DTYPE, TP_PROMPTS, multi_block_cases
 from fleet import Decoder, Fleet, metric, status as service_status
-from test_plugin import HTTP, LEASE_S
+from test_plugin import HTTP
 from workload import P_BLOCKS, Reproducer, answer_text, ask, client, decode_on_d, prefill_on_p
 
 TP_PAIRS = [(1, 2), (2, 1)]
+# Longer than test_plugin.py's 2 s: a TP fleet runs four vLLM servers and four services on the 2-core machine, and a
+# D leg that reached D's pd-connector after P's lease ran out would be declined (correctly) in the equality test.
+LEASE_S = 6
 PULL = {"uri": "/v1/consumer/pull"}
 # Every READ D posts from P's rank 1 fails: with P TP2 the other rank's READs succeed, so a request half read.
 READ_FAULT = {"pd.faults.enabled": "true", "pd.faults.read-kind": "block", "pd.faults.rank": "1",

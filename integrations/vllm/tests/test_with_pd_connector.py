@@ -7,6 +7,7 @@ pd-connector's reason; the client's errors and deadlines."""
 import json
 import re
 import socket
+import threading
 import time
 import urllib.request
 
@@ -261,3 +262,96 @@ def test_during_a_rotation_the_plugin_given_the_services_token_list_is_accepted(
     with pytest.raises(PdError) as e:
         PdClient(pd_auth.url, token=AUTH["pd.auth.tokens.engine"]).kv_layout()
     assert (e.value.status, e.value.reason) == (401, "unauthenticated")
+
+
+# ---- tensor parallelism: a TP 2 engine beside a pd-connector of 2 ranks (role both: P and D at TP 2) ----
+
+@pytest.fixture(scope="module")
+def pd_tp2(tmp_path_factory):
+    with PdService(tmp_path_factory.mktemp("pd-tp2"), "pd-plugin-tp2", {**GEOMETRY, "pd.tp-size": "2"}) as service:
+        yield service
+
+
+def rank_caches(seed):
+    """Each TP worker's own caches: H / 2 heads of every layer."""
+    gen = torch.Generator().manual_seed(seed)
+    return {f"model.layers.{i}.self_attn.attn": torch.randn(NB, H // 2, T, 2 * D, generator=gen) for i in range(L)}
+
+
+def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_both_released(pd_tp2):
+    client = PdClient(pd_tp2.url)
+    layout = client.kv_layout()
+    assert layout["tp_size"] == 2 and layout["heads_per_rank"] == H // 2
+    r = client.reserve("tp-1", 10)
+    p_kv = [rank_caches(seed=20 + rank) for rank in range(2)]
+    for rank in range(2):   # each P worker writes its heads into its rank's file
+        w = PdWorker(client, rank, 2, 1)
+        w.register(p_kv[rank], layout)
+        w.save([SaveSpec("tp-1", "tp-1", [5, 0, 3], r["block_ids"], 10,
+                         [(x["kv_file"], x["region_bytes"]) for x in r["ranks"]])])
+        w.shutdown()
+    params = client.finish("tp-1")["kv_transfer_params"]
+    before = http_requests(pd_tp2)
+
+    gate = threading.Barrier(2)
+    d_kv, workers = [vllm_caches_tp2() for _ in range(2)], []
+    for rank in range(2):   # both D workers ask at once: one starts the pull, the other joins it
+        w = PdWorker(JoinAtOnce(pd_tp2.url, gate), rank, 2, 1)
+        w.register(d_kv[rank], layout)
+        workers.append(w)
+    workers[0].start_loads([LoadSpec("tp-1-d", "tp-1-d", list(range(10)), params, [2, 7, 4], 0)], [])
+    workers[1].start_loads([LoadSpec("tp-1-d", "tp-1-d", list(range(10)), params, [2, 7, 4], 0)], [])
+    for w in workers:
+        w.shutdown()   # waits for the loads under way
+    outcomes = [w.take_results() for w in workers]
+    assert all(o.finished == {"tp-1-d"} and o.failed == {} for o in outcomes), outcomes
+    for rank in range(2):   # each D worker got its own rank's heads, P's blocks 5, 0, 3 in D's vLLM blocks 2, 7, 4
+        for name, t in d_kv[rank].items():
+            for p_block, d_block in ((5, 2), (0, 7), (3, 4)):
+                assert torch.equal(t[d_block], p_kv[rank][name][p_block]), (rank, name, p_block)
+    after = http_requests(pd_tp2)
+    assert after.get(PULL, 0) - before.get(PULL, 0) == 2 and after.get(RELEASE, 0) - before.get(RELEASE, 0) == 2
+    assert metric_value(pd_tp2, 'pd_pulls_total{outcome="received"}') == 1, "one pull for both ranks"
+    assert d_holds(pd_tp2) == (0, 0), "D freed the pull's blocks once both ranks released"
+
+
+def test_tp2_one_rank_released_keeps_the_blocks_for_the_other(pd_tp2):
+    client = PdClient(pd_tp2.url)
+    layout = client.kv_layout()
+    r = client.reserve("tp-2", 6)
+    for rank in range(2):
+        w = PdWorker(client, rank, 2, 1)
+        w.register(rank_caches(seed=30 + rank), layout)
+        w.save([SaveSpec("tp-2", "tp-2", [1, 2], r["block_ids"], 6, [(x["kv_file"], x["region_bytes"]) for x in r["ranks"]])])
+        w.shutdown()
+    params = client.finish("tp-2")["kv_transfer_params"]
+    pulled = client.pull("tp-2-d", list(range(6)), params, 0)
+    client.release("tp-2-d", 0)
+    assert d_holds(pd_tp2) == (1, 2), "rank 1 has not copied yet: the blocks stay"
+    assert client.pull("tp-2-d", list(range(6)), params, 1)["block_ids"] == pulled["block_ids"], "rank 1 joins late"
+    client.release("tp-2-d", 1)
+    assert d_holds(pd_tp2) == (0, 0)
+
+
+def vllm_caches_tp2():
+    return {f"model.layers.{i}.self_attn.attn": torch.zeros(NB, H // 2, T, 2 * D) for i in range(L)}
+
+
+class JoinAtOnce(PdClient):
+    """Both ranks' pulls leave together, so the second reaches D while the first is in flight."""
+
+    def __init__(self, url, gate):
+        super().__init__(url)
+        self._gate = gate
+
+    def pull(self, request_id, token_ids, params, decode_rank):
+        self._gate.wait(10)
+        return super().pull(request_id, token_ids, params, decode_rank)
+
+
+def metric_value(service, sample):
+    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(sample + " "):
+                return float(line.split()[-1])
+    raise AssertionError(f"{service.name} exports no {sample}")
