@@ -78,6 +78,7 @@ class K8sManifestsQuarkusTest {
         assertFalse(shared.isEmpty(), "the pd-connector ConfigMap");
         int pods = 0;
         int vllmPods = 0;
+        int maxVllmTp = 0;
         for (JsonNode d : docs) {
             if (!kind(d, "Deployment")) {
                 continue;
@@ -117,10 +118,14 @@ class K8sManifestsQuarkusTest {
                 assertTrue(stream(spec.path("initContainers")).anyMatch(c -> c == beside),
                         name(d) + ": the pd-connector beside vLLM is an initContainer (a native sidecar)");
                 vllmPods++;
+                maxVllmTp = Math.max(maxVllmTp, config.tpSize());
             }
         }
         if (overlay.getFileName().toString().startsWith("vllm") || overlay.getFileName().toString().startsWith("gpu")) {
             assertEquals(2, vllmPods, "P and D with vLLM beside their pd-connector in " + overlay);
+        }
+        if (overlay.getFileName().toString().startsWith("vllm-tp")) {
+            assertTrue(maxVllmTp > 1, "a vLLM with --tensor-parallel-size > 1 in " + overlay + ", the TP overlay");
         }
         assertTrue(pods >= 2, "prefill and decode Deployments in " + overlay);
         List<JsonNode> scrapes = docs.stream().filter(d -> kind(d, "ServiceMonitor"))

@@ -26,6 +26,10 @@ import java.util.regex.Pattern;
  * 127.0.0.1; both containers share the memory-backed volume at {@code pd.kv.shm-dir} as the same uid (P's KV file,
  * which vLLM's worker maps read-write); the geometry vLLM's arguments imply is the sidecar's {@code pd.model.*}; the
  * sidecar is a native sidecar (started before vLLM); D's sidecar runs {@code pd.consumer.failure-policy=fail}.
+ * Tensor parallelism: each vLLM TP worker saves or loads its KV heads through the pd-connector rank of its number,
+ * so {@code pd.tp-size} is vLLM's {@code --tensor-parallel-size}; it divides the model's KV heads; TP > 1 runs
+ * vLLM's workers as processes of this container ({@code --distributed-executor-backend mp}), each with its own
+ * share of vLLM's KV cache and its own OpenMP pool, which the container's memory and CPUs hold.
  * The plugin checks the geometry again at start-up against {@code GET /v1/kv-layout}; this catches it before a
  * deployment.
  */
@@ -46,6 +50,11 @@ final class VllmContainerCheck {
     /** Bytes per element of vLLM's --dtype values (the KV cache takes the model's dtype unless --kv-cache-dtype). */
     private static final Map<String, Integer> DTYPE_BYTES = Map.of(
             "bfloat16", 2, "float16", 2, "half", 2, "float32", 4, "float", 4);
+
+    /** vLLM's short forms of the flags checked here. */
+    private static final Map<String, String> SHORT_FLAGS = Map.of("-tp", "--tensor-parallel-size",
+            "-pp", "--pipeline-parallel-size", "-dcp", "--decode-context-parallel-size",
+            "-pcp", "--prefill-context-parallel-size");
 
     private VllmContainerCheck() {
     }
@@ -68,7 +77,8 @@ final class VllmContainerCheck {
         }
         checkPortsAndProbes(pod, vllm, args, sidecarPort);
         if (!vram) {
-            checkMemory(pod, spec, vllm);
+            checkMemory(pod, spec, vllm, config.tpSize());
+            checkThreads(pod, vllm, config.tpSize());
         }
         assertEquals("Always", sidecar.path("restartPolicy").asText(), pod + ": pd-connector is a native sidecar "
                 + "(an initContainer with restartPolicy: Always), up before vLLM's plugin asks for its KV layout");
@@ -105,9 +115,7 @@ final class VllmContainerCheck {
         assertEquals(m.dtypeBytes(), DTYPE_BYTES.getOrDefault(dtype, -1),
                 pod + ": --dtype " + dtype + " is pd.model.dtype-bytes");
         assertEquals("auto", args.getOrDefault("--kv-cache-dtype", "auto"), pod + ": the KV cache has the model's dtype");
-        assertEquals("1", args.getOrDefault("--tensor-parallel-size", "1"), pod + ": the plugin supports TP 1 only");
-        assertEquals("1", args.getOrDefault("--pipeline-parallel-size", "1"), pod + ": the plugin supports PP 1 only");
-        assertEquals(1, config.tpSize(), pod + ": pd.tp-size is vLLM's --tensor-parallel-size");
+        checkParallelism(pod, args, config);
         assertEquals(String.valueOf(config.kv().maxNumSeqs()), args.get("--max-num-seqs"),
                 pod + ": --max-num-seqs is pd.kv.max-num-seqs");
         String model = args.get("--model");
@@ -116,6 +124,36 @@ final class VllmContainerCheck {
                 + "(add it to VllmContainerCheck.MODEL_GEOMETRY from its config.json)");
         assertEquals(geometry, List.of(m.layers(), m.kvHeads(), m.headDim()),
                 pod + ": pd.model.layers, kv-heads, head-dim are " + model + "'s config.json values");
+    }
+
+    /**
+     * TP N: one pd-connector rank per vLLM TP worker, the workers in this container, N a divisor of the KV heads
+     * (vLLM replicates heads across ranks beyond that; the plugin refuses it, as it refuses PP and context
+     * parallelism).
+     */
+    private static void checkParallelism(String pod, Map<String, String> args, PdConfig config) {
+        int tp = tpSize(pod, args);
+        assertEquals(config.tpSize(), tp, pod + ": pd.tp-size " + config.tpSize() + " is vLLM's --tensor-parallel-size "
+                + tp + " (each TP worker saves or loads its KV heads through the pd-connector rank of its number)");
+        int kvHeads = config.model().kvHeads();
+        assertTrue(kvHeads % tp == 0, pod + ": --tensor-parallel-size " + tp + " divides pd.model.kv-heads " + kvHeads
+                + " (at most " + kvHeads + "): vLLM would replicate KV heads across ranks, which the plugin refuses");
+        if (tp > 1) {
+            assertEquals("mp", args.get("--distributed-executor-backend"), pod + ": --tensor-parallel-size " + tp
+                    + " runs with --distributed-executor-backend mp (set, not vLLM's pick, which may be Ray): the "
+                    + "workers are processes of this container, beside the sidecar they reach at 127.0.0.1 and whose "
+                    + "KV files they map");
+        }
+        assertEquals("1", args.getOrDefault("--pipeline-parallel-size", "1"), pod + ": the plugin supports PP 1 only");
+        for (String cp : List.of("--decode-context-parallel-size", "--prefill-context-parallel-size")) {
+            assertEquals("1", args.getOrDefault(cp, "1"), pod + ": " + cp + ": the plugin supports no context parallelism");
+        }
+    }
+
+    private static int tpSize(String pod, Map<String, String> args) {
+        String tp = args.getOrDefault("--tensor-parallel-size", "1");
+        assertTrue(tp.matches("[1-9][0-9]*"), pod + ": --tensor-parallel-size is a positive integer, got " + tp);
+        return Integer.parseInt(tp);
     }
 
     private static void checkSharedKvVolume(String pod, JsonNode spec, JsonNode vllm, JsonNode sidecar, PdConfig config) {
@@ -148,8 +186,8 @@ final class VllmContainerCheck {
         }
     }
 
-    /** vLLM's memory holds its own KV cache (VLLM_CPU_KVCACHE_SPACE GiB) and the shared /dev/shm volume. */
-    private static void checkMemory(String pod, JsonNode spec, JsonNode vllm) {
+    /** vLLM's memory holds its own KV cache (VLLM_CPU_KVCACHE_SPACE GiB per TP worker) and the shared /dev/shm volume. */
+    private static void checkMemory(String pod, JsonNode spec, JsonNode vllm, int tp) {
         String limit = vllm.at("/resources/limits/memory").asText();
         assertEquals(limit, vllm.at("/resources/requests/memory").asText(), pod + ": vLLM's requests = limits");
         long kvCacheGib = 0;
@@ -161,11 +199,45 @@ final class VllmContainerCheck {
         assertTrue(kvCacheGib > 0, pod + ": VLLM_CPU_KVCACHE_SPACE is set (vLLM's CPU KV cache, in GiB)");
         String shmVolume = mountedAt(vllm, "/dev/shm");
         long shmMib = shmVolume == null ? 0 : mib(volumeNamed(spec, shmVolume).at("/emptyDir/sizeLimit").asText());
-        assertTrue(mib(limit) >= kvCacheGib * 1024 + shmMib,
-                pod + ": vLLM's memory " + limit + " holds VLLM_CPU_KVCACHE_SPACE and /dev/shm (" + shmMib + " MiB)");
+        assertTrue(mib(limit) >= tp * kvCacheGib * 1024 + shmMib, pod + ": vLLM's memory " + limit
+                + " holds VLLM_CPU_KVCACHE_SPACE (" + kvCacheGib + " GiB, allocated by each of its " + tp
+                + " TP workers) and /dev/shm (" + shmMib + " MiB)");
     }
 
-    /** vLLM's command and args as flag -> value ("--a=b" or "--a b"; a flag alone -> "true"). */
+    /**
+     * vLLM's CPU workers each run their own OpenMP pool. Unbound ({@code VLLM_CPU_OMP_THREADS_BIND=nobind}), a pool
+     * has OMP_NUM_THREADS threads (unset: one per CPU of the node, not of the container), so threads x TP fit the
+     * CPU limit; with CPU lists, one list per worker; "auto" sizes each pool from the pod's cpuset at start-up.
+     */
+    private static void checkThreads(String pod, JsonNode vllm, int tp) {
+        Map<String, String> env = env(vllm);
+        String bind = env.getOrDefault("VLLM_CPU_OMP_THREADS_BIND", "auto");
+        if (bind.equals("nobind")) {
+            String threads = env.getOrDefault("OMP_NUM_THREADS", "");
+            assertTrue(threads.matches("[1-9][0-9]*"), pod + ": OMP_NUM_THREADS is set with VLLM_CPU_OMP_THREADS_BIND="
+                    + "nobind (the threads of each TP worker's OpenMP pool), got '" + threads + "'");
+            double cpus = cpus(pod, vllm.at("/resources/limits/cpu").asText());
+            assertTrue(Integer.parseInt(threads) * tp <= cpus, pod + ": OMP_NUM_THREADS " + threads + " x TP " + tp
+                    + " fits vLLM's CPU limit " + vllm.at("/resources/limits/cpu").asText() + " (each TP worker runs "
+                    + "its own OpenMP pool; oversubscribed, their shared-memory all-reduce waits on descheduled threads)");
+        } else if (!bind.equals("auto")) {
+            assertEquals(tp, bind.split("\\|").length, pod + ": VLLM_CPU_OMP_THREADS_BIND " + bind
+                    + " names one CPU list per TP worker ('|' between them)");
+        }
+    }
+
+    /** A CPU limit ("4", "500m", "1.5"); none fails: an unlimited container's threads are not held to anything. */
+    private static double cpus(String pod, String quantity) {
+        assertTrue(quantity.matches("\\d+(\\.\\d+)?m?"), pod + ": vLLM's CPU limit is set, in cores or millicores: '"
+                + quantity + "'");
+        return quantity.endsWith("m") ? Double.parseDouble(quantity.substring(0, quantity.length() - 1)) / 1000
+                : Double.parseDouble(quantity);
+    }
+
+    /**
+     * vLLM's command and args as flag -> value ("--a=b" or "--a b"; a flag alone -> "true"), in vLLM's spelling:
+     * underscores in a flag's name read as dashes, the short forms above as their long ones.
+     */
     static Map<String, String> args(JsonNode container) {
         List<String> all = new ArrayList<>();
         container.path("command").forEach(a -> all.add(a.asText()));
@@ -173,16 +245,22 @@ final class VllmContainerCheck {
         Map<String, String> flags = new HashMap<>();
         for (int i = 0; i < all.size(); i++) {
             String a = all.get(i);
-            if (!a.startsWith("--")) {
+            int eq = a.indexOf('=');
+            String name = eq > 0 ? a.substring(0, eq) : a;
+            if (name.startsWith("--")) {
+                name = "--" + name.substring(2).replace('_', '-');
+            } else if (SHORT_FLAGS.containsKey(name)) {
+                name = SHORT_FLAGS.get(name);
+            } else {
                 continue;
             }
-            int eq = a.indexOf('=');
             if (eq > 0) {
-                flags.put(a.substring(0, eq), a.substring(eq + 1));
-            } else if (i + 1 < all.size() && !all.get(i + 1).startsWith("--")) {
-                flags.put(a, all.get(++i));
+                flags.put(name, a.substring(eq + 1));
+            } else if (i + 1 < all.size() && !all.get(i + 1).startsWith("--")
+                    && !SHORT_FLAGS.containsKey(all.get(i + 1).split("=")[0])) {
+                flags.put(name, all.get(++i));
             } else {
-                flags.put(a, "true");
+                flags.put(name, "true");
             }
         }
         return flags;

@@ -20,8 +20,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
- * What K8sManifestsQuarkusTest holds a vLLM pod to (k8s/overlays/vllm) can fail: a pod like the overlay's passes,
- * and each way of breaking the pair that the plugin would trip over at start-up or at the first request is caught.
+ * What K8sManifestsQuarkusTest holds a vLLM pod to (k8s/overlays/vllm, k8s/overlays/vllm-tp) can fail: pods like the
+ * overlays' pass (TP 1, and TP 2 like vllm-tp's D), and each way of breaking the pair that the plugin would trip over
+ * at start-up or at the first request, or that starves or outgrows the pod, is caught.
  */
 class VllmContainerCheckTest {
 
@@ -49,11 +50,14 @@ class VllmContainerCheckTest {
                      "kv_role":"kv_both","kv_buffer_device":"cpu","kv_load_failure_policy":"fail",
                      "kv_connector_extra_config":{"pd_url":"http://127.0.0.1:8080"}}'
                 ports: [{name: openai, containerPort: 8000}]
-                env: [{name: VLLM_CPU_KVCACHE_SPACE, value: "4"}]
+                env:
+                  - {name: VLLM_CPU_KVCACHE_SPACE, value: "4"}
+                  - {name: VLLM_CPU_OMP_THREADS_BIND, value: nobind}
+                  - {name: OMP_NUM_THREADS, value: "4"}
                 startupProbe: {httpGet: {path: /health, port: openai}}
                 livenessProbe: {httpGet: {path: /health, port: openai}}
                 readinessProbe: {httpGet: {path: /health, port: openai}}
-                resources: {requests: {memory: 9Gi}, limits: {memory: 9Gi}}
+                resources: {requests: {cpu: "4", memory: 9Gi}, limits: {cpu: "4", memory: 9Gi}}
                 volumeMounts: [{name: shm, mountPath: /dev/shm}, {name: tmp, mountPath: /tmp}]
             volumes:
               - {name: shm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}
@@ -73,6 +77,25 @@ class VllmContainerCheckTest {
     }
 
     @Test
+    void aTp2PodLikeTheTpOverlaysDecodePasses() throws Exception {
+        JsonNode spec = pod();
+        tp2(spec);
+        check(spec, tp(SIDECAR_ENV, 2));
+    }
+
+    @Test
+    void vllmsSpellingsOfTheFlagsAreRead() throws Exception {
+        JsonNode spec = pod();
+        tp2(spec);
+        ArrayNode args = args(spec);
+        args.remove(args.size() - 1);
+        args.remove(args.size() - 1);
+        args.add("-tp").add("2").add("--distributed_executor_backend").add("mp");
+        setArg(spec, 5, "--max_num_seqs=256");
+        check(spec, tp(SIDECAR_ENV, 2));
+    }
+
+    @Test
     void aPdConnectorContainerIsNoVllm() throws Exception {
         assertFalse(VllmContainerCheck.isVllm(pod().at("/initContainers/0")));
     }
@@ -89,7 +112,35 @@ class VllmContainerCheckTest {
                 broken("float32 against 2 bytes", "dtype-bytes", s -> setArg(s, 2, "--dtype=float32")),
                 broken("no --dtype", "--dtype is set", s -> setArg(s, 2, "--seed=1")),
                 broken("an fp8 KV cache", "KV cache has the model's dtype", s -> args(s).add("--kv-cache-dtype=fp8")),
-                broken("tensor parallel 2", "TP 1", s -> args(s).add("--tensor-parallel-size=2")),
+                broken("TP 2 beside pd.tp-size 1", "pd.tp-size 1 is vLLM's --tensor-parallel-size 2", s -> tp2(s)),
+                broken("TP 2 as -tp 2 beside pd.tp-size 1", "pd.tp-size 1 is vLLM's --tensor-parallel-size 2",
+                        s -> args(s).add("-tp").add("2")),
+                broken("pd.tp-size 2 beside TP 1", "pd.tp-size 2 is vLLM's --tensor-parallel-size 1", s -> { }, 2),
+                broken("TP 2 on vLLM's pick of executor", "--distributed-executor-backend mp", s -> {
+                    tp2(s);
+                    args(s).remove(args(s).size() - 1);
+                }, 2),
+                broken("TP 2 on Ray", "--distributed-executor-backend mp", s -> {
+                    tp2(s);
+                    args(s).set(args(s).size() - 1, "--distributed-executor-backend=ray");
+                }, 2),
+                broken("TP 4 against 2 KV heads", "divides pd.model.kv-heads 2", s -> {
+                    tp2(s);
+                    args(s).set(args(s).size() - 2, "--tensor-parallel-size=4");
+                    setEnv(s, "OMP_NUM_THREADS", "2");
+                }, 4),
+                broken("pipeline parallel 2", "PP 1 only", s -> args(s).add("--pipeline-parallel-size=2")),
+                broken("decode context parallel 2 as -dcp 2", "no context parallelism", s -> args(s).add("-dcp").add("2")),
+                broken("threads x TP over the CPU limit", "fits vLLM's CPU limit", s -> {
+                    tp2(s);
+                    ((ObjectNode) s.at("/containers/0/resources/limits")).put("cpu", "4");
+                    ((ObjectNode) s.at("/containers/0/resources/requests")).put("cpu", "4");
+                }, 2),
+                broken("unbound threads without OMP_NUM_THREADS", "OMP_NUM_THREADS is set", s -> setEnv(s, "OMP_NUM_THREADS", null)),
+                broken("one CPU list for 2 workers", "one CPU list per TP worker", s -> {
+                    tp2(s);
+                    setEnv(s, "VLLM_CPU_OMP_THREADS_BIND", "0-3");
+                }, 2),
                 broken("another max-num-seqs", "--max-num-seqs", s -> setArg(s, 5, "--max-num-seqs=128")),
                 broken("a model whose geometry is unknown", "MODEL_GEOMETRY", s -> setArg(s, 0, "--model=meta-llama/Llama-3.1-8B")),
                 broken("vLLM's /dev/shm is its own volume", "vLLM mounts the sidecar's volume", s -> ((ObjectNode) s.at("/containers/0/volumeMounts/0"))
@@ -104,18 +155,21 @@ class VllmContainerCheckTest {
                     ((ObjectNode) s.at("/containers/0/ports/0")).put("containerPort", 8080);
                 }),
                 broken("no readiness probe", "readinessProbe", s -> ((ObjectNode) s.at("/containers/0")).remove("readinessProbe")),
-                broken("memory below KV cache + /dev/shm", "holds VLLM_CPU_KVCACHE_SPACE", s -> {
-                    ((ObjectNode) s.at("/containers/0/resources/limits")).put("memory", "4Gi");
-                    ((ObjectNode) s.at("/containers/0/resources/requests")).put("memory", "4Gi");
-                }));
+                broken("memory below KV cache + /dev/shm", "holds VLLM_CPU_KVCACHE_SPACE", s -> memory(s, "4Gi")),
+                // 5 GiB holds one worker's 2 GiB and the 1.5 GiB /dev/shm, not two workers' KV cache
+                broken("memory for one worker's KV cache at TP 2", "holds VLLM_CPU_KVCACHE_SPACE", s -> {
+                    tp2(s);
+                    memory(s, "5Gi");
+                }, 2));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("brokenPods")
-    void aBrokenPodFails(String what, String saying, Consumer<JsonNode> breakIt) throws Exception {
+    void aBrokenPodFails(String what, String saying, Consumer<JsonNode> breakIt, int sidecarTp) throws Exception {
         JsonNode spec = pod();
         breakIt.accept(spec);
-        AssertionFailedError e = assertThrows(AssertionFailedError.class, () -> check(spec, SIDECAR_ENV), what);
+        AssertionFailedError e = assertThrows(AssertionFailedError.class, () -> check(spec, tp(SIDECAR_ENV, sidecarTp)),
+                what);
         assertTrue(e.getMessage().contains(saying), what + ": the failure says what is wrong: " + e.getMessage());
     }
 
@@ -163,6 +217,49 @@ class VllmContainerCheckTest {
     }
 
     private static Arguments broken(String what, String saying, Consumer<JsonNode> breakIt) {
-        return Arguments.of(what, saying, breakIt);
+        return broken(what, saying, breakIt, 1);
+    }
+
+    /** A broken pod whose sidecar runs pd.tp-size {@code sidecarTp}. */
+    private static Arguments broken(String what, String saying, Consumer<JsonNode> breakIt, int sidecarTp) {
+        return Arguments.of(what, saying, breakIt, sidecarTp);
+    }
+
+    /**
+     * vLLM at TP 2 as k8s/overlays/vllm-tp runs D's: the mp executor, 2 GiB of KV cache and 4 threads per worker,
+     * 8 CPUs, 12 GiB, a 1.5 GiB /dev/shm. Its last two args are the TP size and the executor.
+     */
+    private static void tp2(JsonNode spec) {
+        args(spec).add("--tensor-parallel-size=2").add("--distributed-executor-backend=mp");
+        setEnv(spec, "VLLM_CPU_KVCACHE_SPACE", "2");
+        ((ObjectNode) spec.at("/containers/0/resources/limits")).put("cpu", "8");
+        ((ObjectNode) spec.at("/containers/0/resources/requests")).put("cpu", "8");
+        memory(spec, "12Gi");
+        ((ObjectNode) spec.at("/volumes/0/emptyDir")).put("sizeLimit", "1536Mi");
+    }
+
+    private static Map<String, String> tp(Map<String, String> sidecarEnv, int tp) {
+        Map<String, String> env = new HashMap<>(sidecarEnv);
+        env.put("PD_TP_SIZE", String.valueOf(tp));
+        return env;
+    }
+
+    private static void memory(JsonNode spec, String quantity) {
+        ((ObjectNode) spec.at("/containers/0/resources/limits")).put("memory", quantity);
+        ((ObjectNode) spec.at("/containers/0/resources/requests")).put("memory", quantity);
+    }
+
+    /** Sets vLLM's environment variable {@code name}, or removes it (null). */
+    private static void setEnv(JsonNode spec, String name, String value) {
+        ArrayNode env = (ArrayNode) spec.at("/containers/0/env");
+        for (int i = 0; i < env.size(); i++) {
+            if (env.get(i).path("name").asText().equals(name)) {
+                env.remove(i);
+                break;
+            }
+        }
+        if (value != null) {
+            env.addObject().put("name", name).put("value", value);
+        }
     }
 }
