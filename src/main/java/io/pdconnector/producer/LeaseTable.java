@@ -1,6 +1,8 @@
 package io.pdconnector.producer;
 
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -9,6 +11,7 @@ import java.util.Map;
 public final class LeaseTable {
 
     private final Map<String, Lease> byRequest = new LinkedHashMap<>();
+    private final Collection<Lease> liveView = Collections.unmodifiableCollection(byRequest.values());
     private final int rankCount;
 
     public LeaseTable(int rankCount) {
@@ -28,6 +31,11 @@ public final class LeaseTable {
 
     boolean contains(String requestId) {
         return byRequest.containsKey(requestId);
+    }
+
+    /** The table itself, read-only: walked without a copy by one who changes nothing while walking. */
+    Collection<Lease> live() {
+        return liveView;
     }
 
     /** A snapshot, so the caller may free leases while walking it. */

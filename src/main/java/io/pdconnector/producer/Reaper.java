@@ -1,15 +1,22 @@
 package io.pdconnector.producer;
 
+import java.util.ArrayList;
+import java.util.List;
+
 /**
  * Takes back what nobody will release: an exported lease past its expiry (L8), its maximum lifetime
  * included (L12), and a reservation whose engine missed its finish deadline. Every lease is swept
- * every step, since expiries are not ordered: heartbeats move some of them later.
+ * every step, since expiries are not ordered: heartbeats move some of them later. The sweep only looks
+ * (no copy, no allocation) and acts on the few it found due: an engine's grant keeps hundreds of
+ * placeholder leases in the table, and an idle loop sweeps about a thousand times a second.
  */
 final class Reaper {
 
     private final ProducerState state;
     private final LeaseExit exit;
     private final RequestGuard guard;
+    /** The leases due this step, gathered before any is acted on (acting changes the table); reused. */
+    private final List<Lease> due = new ArrayList<>();
 
     Reaper(ProducerState state, LeaseExit exit, RequestGuard guard) {
         this.state = state;
@@ -18,13 +25,23 @@ final class Reaper {
     }
 
     int reap(long now) {
-        int n = 0;
-        for (Lease lease : state.leases.all()) {
-            if (lease.anyRankHeld()) {
-                n += guard.guard(lease.requestId(), null, () -> reap(lease, now));
+        for (Lease lease : state.leases.live()) {
+            if (lease.anyRankHeld() && (lease.expired(now) || lease.abandoned(now))) {
+                due.add(lease);
             }
         }
-        return n;
+        if (due.isEmpty()) {
+            return 0;
+        }
+        try {
+            int n = 0;
+            for (Lease lease : due) {
+                n += guard.guard(lease.requestId(), null, () -> reap(lease, now));
+            }
+            return n;
+        } finally {
+            due.clear();
+        }
     }
 
     private int reap(Lease lease, long now) {
