@@ -17,6 +17,8 @@ setup_out=$(bash integrations/vllm/scripts/setup-vllm.sh)
 export PD_VLLM_PYTHON=$(sed -n 's/^setup-vllm: python=//p' <<<"$setup_out")
 export PD_VLLM_MODEL=${PD_BENCH_MODEL:-$(sed -n 's/^setup-vllm: model=//p' <<<"$setup_out")}  # PD_BENCH_MODEL: another model dir
 export PD_E2E_LOGS=${PD_E2E_LOGS:-$root/target/vllm-bench/logs}
+# pd-connector's JVM as k8s/base/configmap.yaml runs it (the JVM's own compilers and GC), not the tests' C1-only one
+export PD_E2E_JAVA_OPTS=${PD_E2E_JAVA_OPTS:-"-Xms512m -Xmx512m -XX:MaxMetaspaceSize=160m"}
 bench=bench/vllm_pd_bench.py
 if [ "${1:-}" = "--prefill" ]; then
   bench=bench/vllm_prefill_bench.py

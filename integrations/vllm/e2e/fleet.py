@@ -12,6 +12,7 @@ Environment (all optional):
                      $PD_NIXL_CACHE/nixl-cu12-1.5.1)
   JAVA_HOME          Java 25 (default /usr/lib/jvm/temurin-25-jdk-amd64)
   PD_E2E_LOGS        where process logs go (default <repo>/target/vllm-e2e)
+  PD_E2E_JAVA_OPTS   pd-connector's JVM options instead of the tests' small, quick-starting ones
 A missing one of these fails loudly; nothing is skipped.
 """
 from __future__ import annotations
@@ -36,6 +37,10 @@ PD_START_DEADLINE_S = 90.0
 BLOCK_TOKENS = 128
 MAX_MODEL_LEN = 896
 STOP_GRACE_S = 20.0
+
+# pd-connector's JVM: small and quick to start for the tests (C1 only, serial GC); PD_E2E_JAVA_OPTS replaces them
+# (the benches pass what a deployment runs: k8s/base/configmap.yaml's heap, the JVM's default compilers and GC).
+JAVA_OPTS = (os.environ.get("PD_E2E_JAVA_OPTS") or "-Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1").split()
 
 # The KV transfer config of the plugin: vLLM's own extension point, no patch to vLLM.
 PLUGIN_MODULE = "pd_connector_vllm.connector"
@@ -285,7 +290,7 @@ class Fleet:
             props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)
         props.update(extra or {})
         (work / "shm").mkdir(exist_ok=True)
-        cmd = [str(java), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "--enable-native-access=ALL-UNNAMED",
+        cmd = [str(java), *JAVA_OPTS, "--enable-native-access=ALL-UNNAMED",
                *[f"-D{k}={v}" for k, v in props.items()], "-jar", str(jar)]
         process = self._start(name, cmd)
         url = f"http://127.0.0.1:{port}"
