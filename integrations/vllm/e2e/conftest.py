@@ -72,6 +72,11 @@ def reference_tp() -> Reference:
     return Reference(equality, reproducer)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "tp: a tensor-parallel fleet (test_tp_*.py); CI's vllm stage runs them only "
+                                       "with PD_E2E_TP=1")
+
+
 def pytest_runtest_logreport(report):
     """Every test says how long it took (setup includes the servers its module starts)."""
     if report.when in ("setup", "call", "teardown") and report.duration >= 0.01:

@@ -15,6 +15,7 @@ from test_plugin import HTTP
 from workload import P_BLOCKS, Reproducer, answer_text, ask, client, decode_on_d, prefill_on_p
 
 TP_PAIRS = [(1, 2), (2, 1)]
+pytestmark = pytest.mark.tp   # opt-in: integrations/vllm/scripts/ci.sh runs these with PD_E2E_TP=1 only
 # Longer than test_plugin.py's 2 s: a TP fleet runs four vLLM servers and four services on the 2-core machine, and a
 # D leg that reached D's pd-connector after P's lease ran out would be declined (correctly) in the equality test.
 LEASE_S = 6

@@ -11,6 +11,7 @@ from test_stock_nixl import first_contact
 from workload import P_BLOCKS, Reproducer, answer_text, ask, client
 
 TP_PAIRS = [(1, 2), (2, 1)]
+pytestmark = pytest.mark.tp   # opt-in: integrations/vllm/scripts/ci.sh runs these with PD_E2E_TP=1 only
 LEASE_S = 6  # as test_tp_plugin.py's, for the same reason: an in-time read must not outlast it on a loaded machine
 
 

@@ -42,7 +42,17 @@ t0=$SECONDS
 echo "vllm-ci: plugin tests took $((SECONDS - t0)) s"
 
 t0=$SECONDS
-"$PD_VLLM_PYTHON" -m pytest -p no:cacheprovider -v -s integrations/vllm/e2e --junitxml="$out/e2e.xml"
+# The tensor-parallel fleets (test_tp_*.py, marker tp) run only when asked: PD_E2E_TP=1. On the 2-core CI machine a
+# TP fleet is four vLLM servers (up to 11 processes) and four services, and in one clean-clone run a pd-connector
+# of such a fleet stopped answering for about a minute (docs/vllm.md, "Tensor-parallel fleets").
+if [ "${PD_E2E_TP:-0}" = 1 ]; then
+  selection=()
+  echo "vllm-ci: end to end with the tensor-parallel fleets (PD_E2E_TP=1)"
+else
+  selection=(-m "not tp")
+  echo "vllm-ci: end to end WITHOUT the tensor-parallel fleets (test_tp_*.py not run; PD_E2E_TP=1 runs them)"
+fi
+"$PD_VLLM_PYTHON" -m pytest -p no:cacheprovider -v -s "${selection[@]}" integrations/vllm/e2e --junitxml="$out/e2e.xml"
 echo "vllm-ci: end-to-end tests took $((SECONDS - t0)) s"
 
 echo "vllm-ci: took $((SECONDS - started)) s"
