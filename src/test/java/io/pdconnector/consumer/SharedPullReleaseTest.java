@@ -12,6 +12,7 @@ import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.testing.Cluster;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -32,6 +33,16 @@ class SharedPullReleaseTest {
     @AfterEach
     void close() {
         cluster.close();
+    }
+
+    /** The READs are held back (gates closed); rank 0 starts the pull, rank 1 joins it; neither is answered yet. */
+    private List<CompletableFuture<PullOutcome>> bothRanksAskWhileReadsAreHeld(KvTransferParams a) {
+        cluster.engine.gates.close();
+        CompletableFuture<PullOutcome> rank0 = d.submitPull("a", promptA, a, 0);
+        cluster.step();
+        CompletableFuture<PullOutcome> rank1 = d.submitPull("a", promptA, a, 1);
+        cluster.step();
+        return List.of(rank0, rank1);
     }
 
     /** Both ranks have the received pull; returns D's free blocks while it is held. */
@@ -89,11 +100,9 @@ class SharedPullReleaseTest {
     @Test
     void aRankReleasingAnUndecidedPullAbortsItForBothRanks() {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.gates.close();
-        CompletableFuture<PullOutcome> rank0 = d.submitPull("a", promptA, a, 0);
-        cluster.step();
-        CompletableFuture<PullOutcome> rank1 = d.submitPull("a", promptA, a, 1);
-        cluster.step();
+        List<CompletableFuture<PullOutcome>> asked = bothRanksAskWhileReadsAreHeld(a);
+        CompletableFuture<PullOutcome> rank0 = asked.get(0);
+        CompletableFuture<PullOutcome> rank1 = asked.get(1);
 
         cluster.await(d.submitReleaseRank("a", 1));
 
@@ -148,11 +157,9 @@ class SharedPullReleaseTest {
     @Test
     void aJoinedRankWhoseCallerGoesAwayOnlyStopsWaiting() {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.gates.close();
-        CompletableFuture<PullOutcome> rank0 = d.submitPull("a", promptA, a, 0);
-        cluster.step();
-        CompletableFuture<PullOutcome> rank1 = d.submitPull("a", promptA, a, 1);
-        cluster.step();
+        List<CompletableFuture<PullOutcome>> asked = bothRanksAskWhileReadsAreHeld(a);
+        CompletableFuture<PullOutcome> rank0 = asked.get(0);
+        CompletableFuture<PullOutcome> rank1 = asked.get(1);
 
         rank1.cancel(false);
         cluster.step();
@@ -169,11 +176,9 @@ class SharedPullReleaseTest {
     @Test
     void theCallerThatStartedThePullGoingAwayAbortsItForEveryRank() {
         KvTransferParams a = cluster.prefill(p, "a", promptA);
-        cluster.engine.gates.close();
-        CompletableFuture<PullOutcome> rank0 = d.submitPull("a", promptA, a, 0);
-        cluster.step();
-        CompletableFuture<PullOutcome> rank1 = d.submitPull("a", promptA, a, 1);
-        cluster.step();
+        List<CompletableFuture<PullOutcome>> asked = bothRanksAskWhileReadsAreHeld(a);
+        CompletableFuture<PullOutcome> rank0 = asked.get(0);
+        CompletableFuture<PullOutcome> rank1 = asked.get(1);
 
         rank0.cancel(false);
         cluster.step();
