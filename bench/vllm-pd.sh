@@ -19,6 +19,8 @@ export PD_VLLM_MODEL=${PD_BENCH_MODEL:-$(sed -n 's/^setup-vllm: model=//p' <<<"$
 export PD_E2E_LOGS=${PD_E2E_LOGS:-$root/target/vllm-bench/logs}
 # pd-connector's JVM as k8s/base/configmap.yaml runs it (the JVM's own compilers and GC), not the tests' C1-only one
 export PD_E2E_JAVA_OPTS=${PD_E2E_JAVA_OPTS:-"-Xms512m -Xmx512m -XX:MaxMetaspaceSize=160m"}
+# vLLM's KV cache as the benches always had it (the tests use 128 MiB): 1 GiB per TP worker
+export PD_E2E_VLLM_KV_MIB=${PD_E2E_VLLM_KV_MIB:-1024}
 bench=bench/vllm_pd_bench.py
 if [ "${1:-}" = "--prefill" ]; then
   bench=bench/vllm_prefill_bench.py

@@ -13,6 +13,8 @@ Environment (all optional):
   JAVA_HOME          Java 25 (default /usr/lib/jvm/temurin-25-jdk-amd64)
   PD_E2E_LOGS        where process logs go (default <repo>/target/vllm-e2e)
   PD_E2E_JAVA_OPTS   pd-connector's JVM options instead of the tests' small, quick-starting ones
+  PD_E2E_VLLM_KV_MIB each vLLM TP worker's KV cache in MiB, unless a test sets its blocks (default 128; the
+                     benches set 1024)
 A missing one of these fails loudly; nothing is skipped.
 """
 from __future__ import annotations
@@ -41,6 +43,11 @@ STOP_GRACE_S = 20.0
 # pd-connector's JVM: small and quick to start for the tests (C1 only, serial GC); PD_E2E_JAVA_OPTS replaces them
 # (the benches pass what a deployment runs: k8s/base/configmap.yaml's heap, the JVM's default compilers and GC).
 JAVA_OPTS = (os.environ.get("PD_E2E_JAVA_OPTS") or "-Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1").split()
+
+# vLLM's KV cache per TP worker: 128 MiB hold 1,024 blocks of the tiny model in float32, far more than a test uses,
+# where vLLM's CPU worker allocates and touches the whole cache at start. This VM hands out fresh memory slowly (two
+# processes touching 3 GiB each took 24 s), and a TP fleet's workers used to take 1 GiB each.
+VLLM_KV_BYTES = int(os.environ.get("PD_E2E_VLLM_KV_MIB", "128")) << 20
 
 # The KV transfer config of the plugin: vLLM's own extension point, no patch to vLLM.
 PLUGIN_MODULE = "pd_connector_vllm.connector"
@@ -221,6 +228,7 @@ class Fleet:
             if (num_blocks - 1) * BLOCK_TOKENS < MAX_MODEL_LEN:
                 raise ValueError(f"{num_blocks} KV blocks cannot hold a {MAX_MODEL_LEN}-token sequence")
             cmd += ["--num-gpu-blocks-override", str(num_blocks)]
+        cmd += ["--kv-cache-memory-bytes", str(VLLM_KV_BYTES)]
         if max_num_seqs is not None:
             cmd += ["--max-num-seqs", str(max_num_seqs)]
         if tp > 1:
@@ -229,7 +237,7 @@ class Fleet:
             cmd += ["--kv-transfer-config", json.dumps(kv_transfer_config)]
         # One OpenMP thread, not bound: vLLM's default binds every instance's threads to all cores, and several
         # instances (P, D, the reference) spinning on the same 2 cores decode at a fraction of a token per second.
-        full_env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO",
+        full_env = {"VLLM_LOGGING_LEVEL": "INFO",
                     "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "integrations/vllm"),
                                                                 os.environ.get("PYTHONPATH")]))}
