@@ -2,6 +2,7 @@ package io.pdconnector.runtime;
 
 import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.KvMemory;
+import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.cuda.CudaDriver;
 import io.pdconnector.cuda.GpuSelector;
@@ -41,12 +42,25 @@ public class KvMemoryStartup {
             LOG.info("pd.kv.memory=vram has no effect on a router: it holds no KV");
             return;
         }
+        requireOneSideWithoutRecompute(config);
         long poolBytes = config.kv().numBlocks() * ConnectorSettings.geometry(config.model()).blockBytes(config.tpSize());
         Path ucxModules = new NixlHome(Path.of(config.nixl().home()).toAbsolutePath().normalize()).ucxModuleDir();
         List<String> passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
                 poolBytes, System.getenv(), ucxModules, () -> engine.createAgent(config.engineId() + "-vram-selftest")));
         passed.forEach(line -> LOG.infof("pd.kv.memory=vram check passed: %s", line));
         throw new VramStartupException(notWired());
+    }
+
+    /** What the VRAM pools cannot serve, refused before any GPU is touched. */
+    static void requireOneSideWithoutRecompute(PdConfig config) {
+        if (config.role() == PdConfig.Role.both) {
+            throw new VramStartupException("pd.kv.memory=vram serves one side per instance (each rank's KV is one "
+                    + "pool its engine opens): run P and D as separate instances, pd.role=producer or consumer");
+        }
+        if (config.role().consumer() && config.consumer().failurePolicy() == LoadFailurePolicy.RECOMPUTE) {
+            throw new VramStartupException("pd.kv.memory=vram cannot recompute into D's KV: the reference engine "
+                    + "writes host memory and the KV is in GPU memory; set pd.consumer.failure-policy=fail");
+        }
     }
 
     /** The GPU of each TP rank from pd.kv.gpu-uuid; refuses a missing or mis-sized list before any GPU is touched. */
