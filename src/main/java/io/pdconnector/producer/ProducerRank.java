@@ -5,6 +5,7 @@ import io.pdconnector.memory.SlotArray;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PoolShare;
 import io.pdconnector.transfer.RankKv;
@@ -167,7 +168,9 @@ final class ProducerRank {
         return new HandshakeMetadata(config.engineId(), rank, config.tpSize(), agent.name(), agent.localMetadata(),
                 kv.address(), kv.length(), config.geometry(), HandshakeMetadata.LAYOUT, config.numBlocks(),
                 slots == null ? 0 : slots.baseAddress(), slots == null ? 0 : slots.count(),
-                HandshakeMetadata.CONNECTOR_VERSION, config.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION));
+                HandshakeMetadata.CONNECTOR_VERSION, config.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION),
+                kv.memoryType() == MemoryType.VRAM ? HandshakeMetadata.KV_VRAM : HandshakeMetadata.KV_DRAM,
+                kv.deviceId());
     }
 
     /**

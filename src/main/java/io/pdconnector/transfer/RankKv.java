@@ -17,6 +17,12 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
 
     long length();
 
+    /** DRAM for host memory, VRAM for a pool: the memory type of the rank's descriptor lists. */
+    MemoryType memoryType();
+
+    /** NIXL's devId of the rank's descriptors: 0 for host memory, the pool's CUDA ordinal here. */
+    int deviceId();
+
     /** The file a local engine maps, for a host region made from a file; never for a device pool. */
     Optional<Path> sharedFile();
 
@@ -71,6 +77,16 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
         }
 
         @Override
+        public MemoryType memoryType() {
+            return MemoryType.DRAM;
+        }
+
+        @Override
+        public int deviceId() {
+            return 0;
+        }
+
+        @Override
         public Optional<Path> sharedFile() {
             return region.sharedFile();
         }
@@ -111,6 +127,16 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
         @Override
         public long length() {
             return pool.bytes();
+        }
+
+        @Override
+        public MemoryType memoryType() {
+            return MemoryType.VRAM;
+        }
+
+        @Override
+        public int deviceId() {
+            return pool.deviceOrdinal();
         }
 
         @Override

@@ -1,12 +1,16 @@
 package io.pdconnector.testing;
 
+import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.DeviceMemory;
 import io.pdconnector.transfer.DevicePool;
 import io.pdconnector.transfer.DeviceRegion;
 import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.PoolShare;
+import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
+import io.pdconnector.transfer.TransferException;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -25,10 +29,28 @@ import java.util.Set;
 public final class DeviceMemoryEngine implements TransferEngine {
 
     public final List<String> events = Collections.synchronizedList(new ArrayList<>());
+    /** Every descriptor list prepared: agent, local or remote, memory type, device. */
+    public final List<String> prepared = Collections.synchronizedList(new ArrayList<>());
     private final LoopbackTransferEngine inner = new LoopbackTransferEngine();
     private final Set<DeviceRegion> registered = Collections.synchronizedSet(new HashSet<>());
     /** Set to make the next pool fail after its registration (the pool undoes it). */
     public volatile RuntimeException failNextPool;
+
+    /** A VRAM list "prepared" on loopback: identity matters, so a class, not a record. */
+    private static final class VramList implements PreparedDescriptors {
+        private final String owner;
+        private final int count;
+
+        VramList(String owner, int count) {
+            this.owner = owner;
+            this.count = count;
+        }
+
+        @Override public String owner() { return owner; }
+        @Override public int count() { return count; }
+    }
+
+    private final Set<VramList> vramLists = Collections.synchronizedSet(new HashSet<>());
 
     record Region(String label, long address, long length, int deviceOrdinal) implements DeviceRegion {
     }
@@ -59,13 +81,37 @@ public final class DeviceMemoryEngine implements TransferEngine {
                         }
                         case "openHandles" -> {
                             return agent.openHandles() + (int) registered.stream()
-                                    .filter(r -> r.label().startsWith(name)).count();
+                                    .filter(r -> r.label().startsWith(name)).count()
+                                    + (int) vramLists.stream().filter(l -> l.owner().equals(name)).count();
                         }
                         case "close" -> {
-                            if (registered.stream().anyMatch(r -> r.label().startsWith(name))) {
-                                throw new IllegalStateException(name + " still holds a VRAM region");
+                            if (registered.stream().anyMatch(r -> r.label().startsWith(name))
+                                    || vramLists.stream().anyMatch(l -> l.owner().equals(name))) {
+                                throw new IllegalStateException(name + " still holds a VRAM region or list");
                             }
                             events.add(name + ".close");
+                        }
+                        case "prepareLocal", "prepareRemote" -> {
+                            DescriptorList list = (DescriptorList) args[args.length - 1];
+                            prepared.add(name + " " + method.getName() + " " + list.memoryType() + " "
+                                    + list.deviceId());
+                            if (list.memoryType() == MemoryType.VRAM) {
+                                // loopback cannot move VRAM: held here, and a READ over it fails
+                                VramList held = new VramList(name, list.count());
+                                vramLists.add(held);
+                                return held;
+                            }
+                        }
+                        case "release" -> {
+                            if (args[0] instanceof VramList held) {
+                                vramLists.remove(held);
+                                return null;
+                            }
+                        }
+                        case "postRead" -> {
+                            if (args[0] instanceof VramList || args[2] instanceof VramList) {
+                                throw TransferException.of("postRead(" + name + ", VRAM)", -2);
+                            }
                         }
                         default -> { }
                     }
@@ -79,9 +125,15 @@ public final class DeviceMemoryEngine implements TransferEngine {
 
     /** Pools that register with the asking agent and record their lifecycle; addresses never reach memory. */
     public KvPools pools() {
+        return pools(0);
+    }
+
+    /** Pools whose rank r is on CUDA device {@code firstDevice + r}. */
+    public KvPools pools(int firstDevice) {
         return (agent, rank, label, bytes) -> {
             events.add("pool.open " + label);
-            DeviceRegion region = agent.registerVram(label, 0x7f00_0000_0000L + rank * bytes, bytes, rank);
+            DeviceRegion region = agent.registerVram(label, 0x7f00_0000_0000L + rank * bytes, bytes,
+                    firstDevice + rank);
             if (failNextPool != null) {
                 RuntimeException e = failNextPool;
                 failNextPool = null;
