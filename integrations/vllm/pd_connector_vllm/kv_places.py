@@ -9,7 +9,10 @@ CUDA IPC (gpu_pool.IpcPool, the GPU checked by UUID), and gpu_layout.BlockCopier
 stream. Each copy is waited for (its CopyDone) before the call returns: P's save returns, and so the scheduler
 commits, only once the bytes D will READ are in the pool; D's load is reported and its pull released only once
 vLLM's blocks hold them. A pool made again (pd-connector restarted: a new incarnation in kv-layout) is opened
-again, the old mapping closed first; there is no fallback to the file.
+again, the old mapping closed first; there is no fallback to the file. kv-layout is asked before every copy by
+default: P's grant and D's pull come from the pd-connector running now, so a look after them finds its pool,
+where a cached answer could send a grant's KV into a dead instance's mapping while the new pool's blocks are
+what D READs.
 """
 
 from __future__ import annotations
@@ -79,11 +82,12 @@ def pool_entry(layout: dict[str, Any], rank: int) -> dict[str, Any]:
 
 class PoolKv:
     """The rank's VRAM pool and the copier over vLLM's (GPU) cache. ``fetch_layout`` is kv-layout, asked again
-    at most every ``check_s`` seconds, so a pool made again is opened again; ``opener`` is the tests' stand-in
-    for :func:`open_ipc_pool`."""
+    before a copy once ``check_s`` seconds passed since the last look (0: before every copy, the default; see
+    the module comment), so a pool made again is opened again; ``opener`` is the tests' stand-in for
+    :func:`open_ipc_pool`."""
 
     def __init__(self, backend: str, layers: Sequence[torch.Tensor], g: PdGeometry, rank: int,
-                 layout: dict[str, Any], fetch_layout: Callable[[], dict[str, Any]], check_s: float = 2.0,
+                 layout: dict[str, Any], fetch_layout: Callable[[], dict[str, Any]], check_s: float = 0.0,
                  opener: Callable[[dict[str, Any], torch.device], IpcPool] = open_ipc_pool,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._layers = list(layers)
@@ -123,7 +127,7 @@ class PoolKv:
     def _current(self) -> None:
         """Opens the pool again if pd-connector made a new one since the last look (called under the lock)."""
         now = self._clock()
-        if now - self._checked < self._check_s:
+        if self._check_s > 0 and now - self._checked < self._check_s:
             return
         entry = pool_entry(self._fetch(), self._rank)
         self._checked = now

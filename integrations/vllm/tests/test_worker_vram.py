@@ -41,7 +41,7 @@ class Clock:
         return self.now
 
 
-def vram_worker(client, driver, layout=None, clock=None, kv=None):
+def vram_worker(client, driver, layout=None, clock=None, kv=None, check_s=2.0):
     opened = []
 
     def opener(e, device):
@@ -52,7 +52,7 @@ def vram_worker(client, driver, layout=None, clock=None, kv=None):
 
     w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=2)
     kv = kv if kv is not None else caches()
-    pool_kv = functools.partial(PoolKv, opener=opener, clock=clock or Clock())
+    pool_kv = functools.partial(PoolKv, opener=opener, clock=clock or Clock(), check_s=check_s)
     w.register(kv, layout or vram_layout(), gpu_layout.CPU_ATTN, pool_kv=pool_kv)
     return w, kv, opened
 
@@ -154,6 +154,17 @@ def test_a_new_incarnation_is_opened_again_after_the_old_mapping_closed():
     assert driver.retains == 1 and len(driver.mapped) == 1, "one mapping held: the new one"
     w.shutdown()
     assert driver.retains == 0 and driver.mapped == {}, "shutdown unmaps: the one release path"
+
+
+def test_by_default_kv_layout_is_asked_before_every_copy_so_a_grant_of_a_new_instance_finds_its_pool():
+    driver = FakeDriver()
+    client = FakeClient({"kv_layout": lambda: vram_layout(entry(incarnation=1))})
+    w, kv, opened = vram_worker(client, driver, check_s=0.0)
+    w.save([SaveSpec("r1", "r1", [0], [0], 2, [(None, 0)])])
+    client.answers["kv_layout"] = lambda: vram_layout(entry(incarnation=2))
+    w.save([SaveSpec("r2", "r2", [0], [1], 2, [(None, 0)])])
+    assert client.names().count("kv_layout") == 2 and len(opened) == 2, "the second save went to the new pool"
+    w.shutdown()
 
 
 def test_with_dram_there_is_no_pool_and_no_driver():
