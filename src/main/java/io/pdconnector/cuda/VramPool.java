@@ -115,7 +115,8 @@ public final class VramPool implements AutoCloseable {
      */
     public synchronized void zero(long offset, long length) {
         if (state != State.REGISTERED) {
-            throw new IllegalStateException("VRAM pool " + label + " is " + state.name().toLowerCase() + ": nothing to zero");
+            throw new IllegalStateException("VRAM pool " + label + " is " + state.name().toLowerCase()
+                    + ": nothing to zero");
         }
         if (offset < 0 || length <= 0 || offset > bytes - length) {
             throw new IllegalArgumentException("VRAM pool " + label + " has " + bytes + " bytes: cannot zero " + length

@@ -42,6 +42,7 @@ public record PoolShare(int rank, String gpuUuid, long bytes, byte[] ipcHandle, 
 
     @Override
     public String toString() {
-        return "PoolShare[rank=" + rank + ", gpu=" + gpuUuid + ", bytes=" + bytes + ", incarnation=" + incarnation + "]";
+        return "PoolShare[rank=" + rank + ", gpu=" + gpuUuid + ", bytes=" + bytes + ", incarnation=" + incarnation
+                + "]";
     }
 }

@@ -49,7 +49,8 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
     static RankKv open(TransferAgent agent, int rank, Optional<Path> file, long bytes, Optional<KvPools> pools) {
         Objects.requireNonNull(agent, "agent");
         if (pools.isEmpty()) {
-            return new Host(file.isPresent() ? agent.allocateShared("kv", file.get(), bytes) : agent.allocate("kv", bytes));
+            return new Host(file.isPresent() ? agent.allocateShared("kv", file.get(), bytes)
+                    : agent.allocate("kv", bytes));
         }
         if (!(agent instanceof DeviceMemory device)) {
             throw new IllegalStateException("pd.kv.memory=vram: rank " + rank + "'s transfer agent ("

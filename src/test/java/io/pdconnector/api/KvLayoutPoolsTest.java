@@ -46,7 +46,8 @@ class KvLayoutPoolsTest {
         assertEquals(shares.get(1).gpuUuid(), pools.get(1).get("gpu_uuid").asText());
         assertEquals(1L << 30, pools.get(1).get("bytes").asLong());
         assertEquals((1L << 52) + 1, pools.get(1).get("incarnation").asLong());
-        assertArrayEquals(shares.get(1).ipcHandle(), Base64.getDecoder().decode(pools.get(1).get("ipc_handle").asText()));
+        assertArrayEquals(shares.get(1).ipcHandle(),
+                Base64.getDecoder().decode(pools.get(1).get("ipc_handle").asText()));
         assertEquals("e", body.get("engine_id").asText(), "the layout itself unchanged");
     }
 
