@@ -33,4 +33,12 @@ class KvLayoutQuarkusTest {
                 .body("byte_order", equalTo("little-endian"))
                 .body("$", not(hasKey("pools")));
     }
+
+    @Test
+    void aHostMemoryInstancesHandshakeIsWrittenWithoutTheKvMemoryFields() {
+        given().get("/v1/registry/self").then().statusCode(200)
+                .body("ranks[0].kvBase", org.hamcrest.Matchers.greaterThan(0L))
+                .body("ranks[0]", not(hasKey("kvMemory")))
+                .body("ranks[0]", not(hasKey("kvDevice")));
+    }
 }
