@@ -17,6 +17,8 @@ required check passed, 1 if one failed, 2 if the checks did not run (no GPU here
    registers its pool with NIXL as VRAM and a second agent in this process READs it into VRAM of its own;
    the bytes and the bandwidth are checked (a READ far under NVLink/PCIe speed means a host path, TCP).
    Without NIXL it says DID NOT RUN and counts as neither pass nor failure.
+4. worker: the plugin's worker (PdWorker, kv_places.PoolKv) as vLLM runs it under pd.kv.memory=vram, over a pool
+   the exporter allocated: P's save lands in the pool, D's load scatters it back (worker_check.py).
 """
 
 from __future__ import annotations
@@ -401,6 +403,8 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001 - information only
         print(f"INFO expandable segments not probed: {e}", flush=True)
     run_check("nixl VRAM registration and READ (optional)", check_nixl, torch, uuid)
+    from worker_check import check_worker
+    run_check("worker P save and D load through an exported pool", check_worker, torch, uuid, Exporter)
     failed = [n for s, n, _ in RESULTS if s == "FAIL"]
     passed = [n for s, n, _ in RESULTS if s == "PASS"]
     skipped = [n for s, n, _ in RESULTS if s == "DID NOT RUN"]

@@ -190,7 +190,7 @@ class PdConnector(KVConnectorBase_V1):
     def register_kv_caches(self, kv_caches: dict[str, torch.Tensor]):
         assert self._worker is not None
         layout = wait_for_layout(self._settings.client(), self._settings.connect_timeout_s)
-        self._worker.register(kv_caches, layout)
+        self._worker.register(kv_caches, layout, _attention_backend(self._vllm_config) if layout.get("pools") else None)
 
     def start_load_kv(self, forward_context: "ForwardContext", **kwargs: Any) -> None:
         assert self._worker is not None
@@ -256,3 +256,10 @@ class PdConnector(KVConnectorBase_V1):
     def request_finished(self, request: "Request", block_ids: list[int]) -> tuple[bool, dict[str, Any] | None]:
         assert self._scheduler is not None
         return self._scheduler.request_finished(request)
+
+
+def _attention_backend(vllm_config: "VllmConfig") -> str:
+    """vLLM's attention backend name(s) for the model's layers, as the copies into a VRAM pool need it
+    (several are joined, and gpu_layout refuses that by name)."""
+    from vllm.distributed.kv_transfer.kv_connector.utils import get_current_attn_backends
+    return ",".join(sorted({b.get_name() for b in get_current_attn_backends(vllm_config)}))

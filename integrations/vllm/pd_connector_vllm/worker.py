@@ -10,6 +10,10 @@ the pull with its rank and joins the one pull D's pd-connector runs for the requ
 blocks from D's shared KV file into vLLM's blocks and releases its rank (D frees the blocks once every rank
 did); ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
 every worker reported it, and failed when any worker failed it.
+
+Where the blocks are is kv_places': the rank's KV file (pd.kv.memory=dram), or, when kv-layout shares a VRAM
+pool for the rank, that pool over CUDA IPC, with each copy waited for before the save returns (P) or the load
+is released and reported (D).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from dataclasses import dataclass, field
 import torch
 
 from .client import PdClient, PdError
-from .layout import (KvFiles, PdGeometry, check_geometry, numpy_copies, order_layers, read_pd_blocks,
-                     write_pd_blocks)
+from .kv_places import FileKv, PoolKv
+from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -45,23 +49,38 @@ class PdWorker:
         self._tp = tp_size
         self._layers: list[torch.Tensor] = []
         self._geometry: PdGeometry | None = None
-        self._files = KvFiles()
+        self._kv: FileKv | PoolKv | None = None
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load")
         self._lock = threading.Lock()
         self._results = LoadResults()
         self._timing_level = timing_level  # the level of the per-request timing lines
 
-    def register(self, kv_caches: dict[str, torch.Tensor], layout: dict) -> None:
-        """Checks vLLM's caches against pd-connector's geometry; raises GeometryMismatch if they differ."""
+    def register(self, kv_caches: dict[str, torch.Tensor], layout: dict, backend: str | None = None,
+                 pool_kv=PoolKv) -> None:
+        """Checks vLLM's caches against pd-connector's geometry (GeometryMismatch if they differ) and opens the
+        place of this rank's blocks: the VRAM pool when kv-layout shares pools (then vLLM's attention
+        ``backend`` name decides the copies' layout, gpu_layout), else the KV file."""
         ordered = order_layers(kv_caches)
         geometry = PdGeometry.from_layout(layout)
-        check_geometry(ordered, geometry, self._tp)
-        self._layers = [t for _, t in ordered]
-        self._geometry = geometry
+        layers = [t for _, t in ordered]
+        if layout.get("pools"):
+            if self._tp != geometry.tp_size:
+                raise GeometryMismatch(f"tensor parallel: vLLM TP={self._tp}, pd-connector pd.tp-size={geometry.tp_size}")
+            if backend is None:
+                raise GeometryMismatch("pd-connector keeps its KV in GPU memory (kv-layout shares pools): the copies "
+                                       "need vLLM's attention backend, which was not given")
+            kv = pool_kv(backend, layers, geometry, self._rank, layout, self._client.kv_layout)
+            copies = kv.describe()
+        else:
+            check_geometry(ordered, geometry, self._tp)
+            kv = FileKv(layers, geometry)
+            copies = "%s; D's copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
+                                                else "torch (caches numpy cannot view)")
+        self._layers, self._geometry, self._kv = layers, geometry, kv
         log.info("pd-connector plugin, TP rank %d of %d: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
-                 "pd-connector %s (%s); D's copies by %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
+                 "pd-connector %s (%s); blocks in %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
                  geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
-                 layout.get("role"), "numpy" if numpy_copies(self._layers) else "torch (caches numpy cannot view)")
+                 layout.get("role"), copies)
 
     # ---- P ------------------------------------------------------------------------------------
 
@@ -86,12 +105,8 @@ class PdWorker:
         if len(spec.rank_files) != self._tp:
             raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
         path, region_bytes = spec.rank_files[self._rank]
-        if path is None:
-            raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
-                               "this plugin writes through the shared file only")
         start = time.perf_counter()
-        dst = self._files.blocks(path, region_bytes, g, self._layers[0].dtype)
-        write_pd_blocks(self._layers, spec.vllm_blocks, dst, spec.pd_blocks)
+        self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks)
         log.log(self._timing_level, "P saved %s: vLLM blocks %s -> pd blocks %s, copy %.2f ms", spec.request_id,
                 spec.vllm_blocks, spec.pd_blocks, 1000 * (time.perf_counter() - start))
 
@@ -156,7 +171,7 @@ class PdWorker:
         return reason
 
     def _copy_from_d_file(self, spec: LoadSpec, pulled: dict, g: PdGeometry) -> tuple[str | None, tuple]:
-        """Copies this rank's pulled blocks ``first_pd_block..`` from D's KV file into ``spec.vllm_blocks``.
+        """Copies this rank's pulled blocks ``first_pd_block..`` from D's KV file or VRAM pool into ``spec.vllm_blocks``.
         (None, (pd blocks, bytes)) when done, else (the reason, ()) and nothing is written."""
         ranks = pulled.get("ranks") if isinstance(pulled, dict) else None
         if not isinstance(ranks, list) or len(ranks) != self._tp:
@@ -164,9 +179,6 @@ class PdWorker:
                     f"KV files, vLLM runs TP {self._tp} (pd-connector too old to share D's KV file?)"), ()
         rank = ranks[self._rank]
         path, region_bytes = rank.get("kv_file"), rank.get("region_bytes")
-        if not path:
-            return ("no-kv-file: D's pd-connector keeps its received KV in anonymous memory; this plugin reads "
-                    "pulled blocks from D's shared KV file only (pd.kv.shm-dir)"), ()
         if int(pulled.get("block_bytes", g.block_bytes)) != g.block_bytes:
             return f"bad-answer: block_bytes {pulled.get('block_bytes')}, the layout said {g.block_bytes}", ()
         block_ids = pulled.get("block_ids") or []
@@ -176,11 +188,10 @@ class PdWorker:
         end = spec.first_pd_block + len(spec.vllm_blocks)
         if end > n_total:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}", ()
-        src = self._files.blocks(path, int(region_bytes), g, self._layers[0].dtype)
         pd_blocks = [int(b) for b in block_ids[spec.first_pd_block:end]]
-        if any(b < 0 or b >= src.shape[0] for b in pd_blocks):
-            return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}", ()
-        read_pd_blocks(src, self._layers, spec.vllm_blocks, pd_blocks)
+        reason = self._kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks)
+        if reason is not None:
+            return reason, ()
         return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
 
     def _release_pulled(self, spec: LoadSpec) -> str | None:
@@ -219,7 +230,8 @@ class PdWorker:
     def shutdown(self) -> None:
         """Waits for loads under way (each HTTP call has its deadline) and drops queued ones."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self._files.close()
+        if self._kv is not None:
+            self._kv.close()  # a VRAM pool is unmapped here, before pd-connector may free it
         self._client.close()
 
 

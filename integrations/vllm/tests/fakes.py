@@ -59,6 +59,9 @@ class FakeClient:
     def batch(self, body):
         return self._answer("batch", body)
 
+    def kv_layout(self):
+        return self._answer("kv_layout")
+
     def close(self):
         self.calls.append(("close",))
 

@@ -159,10 +159,10 @@ def test_ds_file_is_mapped_once_and_again_when_d_restarts_with_a_new_file(tmp_pa
     w, kv = worker(client)
     w.start_loads([load()], [])
     assert results_within(w).failed == {}
-    mapped = w._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32)
+    mapped = w._kv._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32)
     w.start_loads([load()], [])
     assert results_within(w).failed == {}
-    assert w._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32) is mapped
+    assert w._kv._files.blocks(str(path), D_BLOCKS * LAYOUT["block_bytes"], w._geometry, torch.float32) is mapped
     second_p, second_pd = p_kv(seed=4)
     client.answers["pull"] = d_file(path, second_pd, d_blocks=(1, 3, 0))   # D restarted: a new file
     w.start_loads([load()], [])

@@ -5,7 +5,7 @@
 #include "include/pdnixl.h"
 #include "nixl_capi_decl.h"
 
-#define PDX_ABI_VERSION 6
+#define PDX_ABI_VERSION 7
 
 struct pdx_agent {
     nixl_capi_agent_t agent;

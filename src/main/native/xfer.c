@@ -3,10 +3,23 @@
 
 #include "pdnixl_internal.h"
 
-int pdx_dlist_prepare(pdx_agent_t *a, const char *remote_name, const uint64_t *descs, uint32_t n,
-                      pdx_dlist_t **dlist_out)
+/* NIXL's memory type for ours; -1 for none. */
+static int nixl_mem_type(int32_t mem_type, int32_t dev_id)
 {
-    if (a == NULL || descs == NULL || n == 0 || dlist_out == NULL) {
+    if (mem_type == PDX_MEM_DRAM && dev_id == 0) {
+        return NIXL_CAPI_MEM_DRAM;
+    }
+    if (mem_type == PDX_MEM_VRAM && dev_id >= 0) {
+        return NIXL_CAPI_MEM_VRAM;
+    }
+    return -1;
+}
+
+int pdx_dlist_prepare(pdx_agent_t *a, const char *remote_name, int32_t mem_type, int32_t dev_id,
+                      const uint64_t *descs, uint32_t n, pdx_dlist_t **dlist_out)
+{
+    int nixl_type = nixl_mem_type(mem_type, dev_id);
+    if (a == NULL || nixl_type < 0 || descs == NULL || n == 0 || dlist_out == NULL) {
         return PDX_ERR_ARGUMENT;
     }
     pdx_dlist_t *d = calloc(1, sizeof(*d));
@@ -14,12 +27,13 @@ int pdx_dlist_prepare(pdx_agent_t *a, const char *remote_name, const uint64_t *d
         return PDX_ERR_NO_MEMORY;
     }
     nixl_capi_xfer_dlist_t list = NULL;
-    int rc = nixl_capi_create_xfer_dlist(NIXL_CAPI_MEM_DRAM, &list);
+    int rc = nixl_capi_create_xfer_dlist(nixl_type, &list);
     if (rc != NIXL_CAPI_SUCCESS) {
         goto err_free;
     }
     for (uint32_t i = 0; i < n; i++) {
-        rc = nixl_capi_xfer_dlist_add_desc(list, (uintptr_t)descs[2 * i], (size_t)descs[2 * i + 1], 0);
+        rc = nixl_capi_xfer_dlist_add_desc(list, (uintptr_t)descs[2 * i], (size_t)descs[2 * i + 1],
+                                           (uint64_t)dev_id);
         if (rc != NIXL_CAPI_SUCCESS) {
             goto err_list;
         }

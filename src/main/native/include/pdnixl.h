@@ -80,10 +80,17 @@ int pdx_remote_load(pdx_agent_t *agent, const uint8_t *md, uint64_t len,
                     char *name_out, uint64_t name_cap);
 int pdx_remote_invalidate(pdx_agent_t *agent, const char *remote_name);
 
-/* Prepares a descriptor list of n (addr, len) pairs, flat in descs[2n].
- * remote_name NULL or "" prepares a local list. */
-int pdx_dlist_prepare(pdx_agent_t *agent, const char *remote_name, const uint64_t *descs,
-                      uint32_t n, pdx_dlist_t **dlist_out);
+/* Memory types of a descriptor list: host memory, or GPU memory (pd.kv.memory=vram). */
+#define PDX_MEM_DRAM 0
+#define PDX_MEM_VRAM 1
+
+/* Prepares a descriptor list of n (addr, len) pairs, flat in descs[2n], all of one memory type.
+ * remote_name NULL or "" prepares a local list. dev_id is NIXL's devId of every descriptor: 0 for
+ * DRAM, the CUDA ordinal of the memory's GPU in its owner's process for VRAM (a remote list's must
+ * be the ordinal the peer registered its pool with). Any other mem_type, or a DRAM list with a
+ * dev_id other than 0, is PDX_ERR_ARGUMENT. */
+int pdx_dlist_prepare(pdx_agent_t *agent, const char *remote_name, int32_t mem_type, int32_t dev_id,
+                      const uint64_t *descs, uint32_t n, pdx_dlist_t **dlist_out);
 int pdx_dlist_release(pdx_agent_t *agent, pdx_dlist_t *dlist);
 
 /* Makes and posts one READ of n descriptor pairs chosen by index from two

@@ -132,11 +132,11 @@ static int read_test(void)
         idx[i] = i;
     }
     pdx_dlist_t *ll = NULL, *rl = NULL;
-    CHECK(pdx_dlist_prepare(d, NULL, ldesc, BLOCKS, &ll));
+    CHECK(pdx_dlist_prepare(d, NULL, PDX_MEM_DRAM, 0, ldesc, BLOCKS, &ll));
     /* The remote list may need the connection to be set up: retry briefly. */
     int rc;
     double deadline = now_s() + 10;
-    while ((rc = pdx_dlist_prepare(d, name, rdesc, BLOCKS, &rl)) < 0 && now_s() < deadline) {
+    while ((rc = pdx_dlist_prepare(d, name, PDX_MEM_DRAM, 0, rdesc, BLOCKS, &rl)) < 0 && now_s() < deadline) {
     }
     CHECK(rc);
     pdx_xfer_t *x = NULL;

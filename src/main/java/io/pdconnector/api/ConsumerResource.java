@@ -84,6 +84,9 @@ public class ConsumerResource {
                     + " (recomputes the prompt's KV on a worker thread: costs about what a prefill does)")
             boolean checkReference) {
         ConsumerFacade consumer = consumer();
+        if (checksum || checkReference) {
+            HostKv.require(runtime.config(), checksum ? "a KV checksum" : "a reference check of pulled KV");
+        }
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         long start = System.nanoTime();
@@ -146,6 +149,7 @@ public class ConsumerResource {
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
                     description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         ConsumerFacade consumer = consumer();
+        HostKv.require(runtime.config(), "a KV read-out");
         byte[] kv = consumer.readKv(id);
         CRC32C crc = new CRC32C();
         crc.update(kv);

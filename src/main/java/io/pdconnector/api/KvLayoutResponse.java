@@ -1,13 +1,19 @@
 package io.pdconnector.api;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.transfer.PoolShare;
+import java.util.Base64;
+import java.util.List;
 
 /**
  * This instance -> the engine beside it: the KV geometry it was configured with, so an engine checks
  * at start-up that its own KV cache has the same shape instead of exchanging wrong bytes later.
  * {@code role} says which sides it serves; {@code block} is the in-block order of one rank's slice;
  * {@code lease_verification} whether its leases have slots (an engine plugin's grants then carry them).
+ * {@code pools}, only with {@code pd.kv.memory=vram} and only for the engine's token (docs/gpu.md): each
+ * rank's KV pool in GPU memory, for the plugin to open over CUDA IPC.
  */
 public record KvLayoutResponse(
         @JsonProperty("engine_id") String engineId,
@@ -23,12 +29,34 @@ public record KvLayoutResponse(
         @JsonProperty("block_bytes") long blockBytes,
         String block,
         @JsonProperty("byte_order") String byteOrder,
-        @JsonProperty("lease_verification") boolean leaseVerification) {
+        @JsonProperty("lease_verification") boolean leaseVerification,
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<Pool> pools) {
 
     static KvLayoutResponse of(String engineId, String role, int tp, int numBlocks, ModelGeometry g,
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
                 g.headDim(), g.blockTokens(), g.dtypeBytes(), g.blockBytes(tp),
-                "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification);
+                "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification, null);
+    }
+
+    /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
+    KvLayoutResponse withPools(List<PoolShare> shares) {
+        return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
+                blockTokens, dtypeBytes, blockBytes, block, byteOrder, leaseVerification,
+                shares.stream().map(Pool::of).toList());
+    }
+
+    /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */
+    public record Pool(
+            int rank,
+            @JsonProperty("gpu_uuid") String gpuUuid,
+            long bytes,
+            @JsonProperty("ipc_handle") String ipcHandle,
+            long incarnation) {
+
+        static Pool of(PoolShare s) {
+            return new Pool(s.rank(), s.gpuUuid(), s.bytes(), Base64.getEncoder().encodeToString(s.ipcHandle()),
+                    s.incarnation());
+        }
     }
 }

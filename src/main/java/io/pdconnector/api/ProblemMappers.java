@@ -12,6 +12,7 @@ import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UntrustedPeerException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.error.UnknownRequestException;
+import io.pdconnector.transfer.KvInDeviceMemoryException;
 import jakarta.validation.ConstraintViolationException;
 import jakarta.ws.rs.WebApplicationException;
 import jakarta.ws.rs.core.Request;
@@ -65,6 +66,12 @@ public class ProblemMappers {
                     g.getMessage());
         };
         return e.requestId() == null ? p : p.forRequest(e.requestId());
+    }
+
+    /** A host-memory path that reached a rank whose KV is in GPU memory; the resources refuse it earlier. */
+    @ServerExceptionMapper
+    public Response kvInGpuMemory(KvInDeviceMemoryException e, UriInfo uri) {
+        return respond(HostKv.refused(e).problem(), uri);
     }
 
     @ServerExceptionMapper

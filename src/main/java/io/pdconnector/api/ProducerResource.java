@@ -50,6 +50,7 @@ public class ProducerResource {
     @Operation(summary = "Prefill with the reference engine and return kv_transfer_params to forward to D")
     public PrefillResponse prefill(@Valid @NotNull PrefillRequest request) {
         ProducerFacade producer = producer();
+        HostKv.require(runtime.config(), "the reference engine's prefill");
         requireRemoteDecode(request.kvTransferParams());
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
         KvTransferParams params = producer.prefill(request.requestId(), tokens);
@@ -78,7 +79,9 @@ public class ProducerResource {
     public void upload(
             @PathParam("id") @Parameter(schema = @Schema(pattern = RequestIds.SCHEMA_PATTERN),
                     description = RequestIds.SCHEMA_DESCRIPTION) String id, byte[] kv) {
-        producer().writeKv(id, kv);
+        ProducerFacade producer = producer();
+        HostKv.require(runtime.config(), "a KV upload");
+        producer.writeKv(id, kv);
     }
 
     @POST

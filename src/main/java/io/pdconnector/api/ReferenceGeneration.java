@@ -62,6 +62,7 @@ class ReferenceGeneration {
                     + "object carrying kv_transfer_params: set stream to false");
         }
         ProducerFacade producer = runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
+        HostKv.require(runtime.config(), "the reference engine's prefill");
         KvTransferParams params = producer.prefill(requestId, prompt);
         return new Generation(ReferenceDecoder.decode(referenceDigest(prompt), n), prompt.length, params.toMap());
     }
@@ -69,6 +70,7 @@ class ReferenceGeneration {
     /** D's blocks are released whatever happens once the pull was received or recomputed. */
     private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
         ConsumerFacade consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
+        HostKv.require(runtime.config(), "the reference engine's decode");
         try {
             RemotePull.pull(registry, consumer, requestId, prompt, params);
         } catch (UnavailableException e) {

@@ -2,35 +2,42 @@ package io.pdconnector.consumer;
 
 import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.reference.ReferenceEngine;
-import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.PoolShare;
+import io.pdconnector.transfer.RankKv;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
+import java.util.Optional;
 
 /**
  * One decode rank: its agent and the KV region pulled blocks land in. The region is a shared file when the
  * config names a directory for it ({@link ConsumerConfig#kvFile}), so a local engine reads a pull's blocks in
  * place: created and zeroed here, locked while mapped (a second D with the same engine id fails to start) and
- * unlinked at {@link #close}, as P's files are.
+ * unlinked at {@link #close}, as P's files are. Under {@code pd.kv.memory=vram} the region is a pool on the
+ * rank's GPU instead ({@link RankKv}), which the engine's plugin opens over CUDA IPC.
  */
 final class ConsumerRank {
 
     private final int rank;
     private final TransferAgent agent;
-    private final RegisteredRegion kv;
+    private final RankKv kv;
 
-    private ConsumerRank(int rank, TransferAgent agent, RegisteredRegion kv) {
+    private ConsumerRank(int rank, TransferAgent agent, RankKv kv) {
         this.rank = rank;
         this.agent = agent;
         this.kv = kv;
     }
 
     static ConsumerRank open(TransferEngine engine, ConsumerConfig config, int rank) {
+        return open(engine, config, rank, Optional.empty());
+    }
+
+    /** With {@code pools}, the KV region is the rank's VRAM pool, registered with this rank's agent. */
+    static ConsumerRank open(TransferEngine engine, ConsumerConfig config, int rank, Optional<KvPools> pools) {
         TransferAgent agent = engine.createAgent(config.engineId() + "-d" + rank);
         try {
             long bytes = config.numBlocks() * config.geometry().blockBytes(config.tpSize());
-            RegisteredRegion kv = config.kvFile(rank).isPresent()
-                    ? agent.allocateShared("kv", config.kvFile(rank).get(), bytes)
-                    : agent.allocate("kv", bytes);
+            RankKv kv = RankKv.open(agent, rank, config.kvFile(rank), bytes, pools);
             return new ConsumerRank(rank, agent, kv);
         } catch (RuntimeException e) {
             agent.close();
@@ -46,8 +53,13 @@ final class ConsumerRank {
         return agent;
     }
 
-    RegisteredRegion kv() {
+    RankKv kv() {
         return kv;
+    }
+
+    /** What the engine's plugin opens, for a rank whose KV is a VRAM pool. */
+    Optional<PoolShare> poolShare() {
+        return kv.share(rank);
     }
 
     KvRegion region() {
@@ -59,12 +71,15 @@ final class ConsumerRank {
         if (blocks.length == 0) {
             return;
         }
-        reference.write(kv.segment(), blocks, tokens, tp, rank);
+        reference.write(kv.hostSegment("the reference engine's recompute"), blocks, tokens, tp, rank);
     }
 
-    /** Releases the KV region and closes the agent, which refuses while a peer's handles are held. */
+    /**
+     * Releases the KV region (a VRAM pool: deregistered, then freed) and closes the agent, which refuses while a
+     * peer's handles are held.
+     */
     void close() {
-        agent.deregister(kv);
+        kv.release(agent);
         agent.close();
     }
 }

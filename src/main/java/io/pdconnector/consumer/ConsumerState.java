@@ -4,7 +4,7 @@ import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.memory.IndexPool;
 import io.pdconnector.reference.ReferenceEngine;
-import java.lang.foreign.MemorySegment;
+import io.pdconnector.transfer.RankKv;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -64,13 +64,13 @@ final class ConsumerState {
 
     /** A decided pull's KV, in place, for callers to read off the loop. */
     PulledKv exposeKv(Pull pull) {
-        List<MemorySegment> segments = new ArrayList<>(ranks.size());
+        List<RankKv> kvs = new ArrayList<>(ranks.size());
         List<KvRegion> regions = new ArrayList<>(ranks.size());
         for (ConsumerRank rank : ranks) {
-            segments.add(rank.kv().segment());
+            kvs.add(rank.kv());
             regions.add(rank.region());
         }
-        return new PulledKv(segments, regions, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
+        return new PulledKv(kvs, regions, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
     }
 
     /** Takes a pull out of whichever phase list holds it. */

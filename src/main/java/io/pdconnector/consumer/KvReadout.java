@@ -3,6 +3,7 @@ package io.pdconnector.consumer;
 import io.pdconnector.error.StateConflictException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 
 /**
  * A pull's KV as it sits in D's local blocks, in one order: block by block and, within a block,
@@ -22,13 +23,14 @@ final class KvReadout {
             throw new StateConflictException(pull.requestId(), "request " + pull.requestId() + " is "
                     + pull.state() + "; only received or recomputed KV can be read");
         }
+        List<MemorySegment> host = state.ranks.stream().map(r -> r.kv().hostSegment("a KV read-out")).toList();
         int[] local = pull.localBlocks();
         long rankBlock = rankBlockBytes();
         byte[] out = new byte[Math.toIntExact(rankBlock * local.length * state.ranks.size())];
         int at = 0;
         for (int block : local) {
-            for (ConsumerRank rank : state.ranks) {
-                MemorySegment.copy(rank.kv().segment(), ValueLayout.JAVA_BYTE, block * rankBlock, out, at,
+            for (MemorySegment rank : host) {
+                MemorySegment.copy(rank, ValueLayout.JAVA_BYTE, block * rankBlock, out, at,
                         (int) rankBlock);
                 at += (int) rankBlock;
             }

@@ -6,12 +6,15 @@ import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.loop.Resources;
 import io.pdconnector.loop.StepWorker;
 import io.pdconnector.protocol.MetadataDirectory;
+import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.PoolShare;
 import io.pdconnector.transfer.TransferEngine;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.Optional;
 import org.jboss.logging.Logger;
 
 /**
@@ -49,6 +52,9 @@ public final class PullScheduler implements StepWorker {
     private final PullStarter starter;
     private final Expiry expiry;
     private final Decider decider;
+    private final Optional<KvPools> pools;
+    /** The ranks' VRAM pools as the engine's plugin opens them; written on the loop, read by the API. */
+    private volatile List<PoolShare> poolShares = List.of();
     private boolean open;
 
     public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
@@ -58,6 +64,13 @@ public final class PullScheduler implements StepWorker {
 
     public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
             InstantSource clock, PullObserver observer) {
+        this(config, engine, registry, clock, observer, Optional.empty());
+    }
+
+    /** With {@code pools} (pd.kv.memory=vram), each rank's KV region is a VRAM pool made on this loop. */
+    public PullScheduler(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
+            InstantSource clock, PullObserver observer, Optional<KvPools> pools) {
+        this.pools = pools;
         this.state = new ConsumerState(config, clock, observer);
         this.engine = engine;
         this.commands = new CommandQueue<>(name(), config.commandQueueCapacity(), gauges);
@@ -81,6 +94,14 @@ public final class PullScheduler implements StepWorker {
 
     public LoopGauges gauges() {
         return gauges;
+    }
+
+    /**
+     * Each rank's VRAM pool as the engine's plugin opens it, in rank order, while the loop is open; empty with
+     * pd.kv.memory=dram. Any thread.
+     */
+    public List<PoolShare> poolShares() {
+        return poolShares;
     }
 
     public ConsumerCounters counters() {
@@ -109,8 +130,9 @@ public final class PullScheduler implements StepWorker {
     public void open() {
         ConsumerConfig config = state.config;
         createShmDir(config);
-        state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ConsumerRank.open(engine, config, r),
+        state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ConsumerRank.open(engine, config, r, pools),
                 ConsumerRank::close));
+        poolShares = state.ranks.stream().flatMap(r -> r.poolShare().stream()).toList();
         open = true;
     }
 
@@ -189,6 +211,7 @@ public final class PullScheduler implements StepWorker {
         state.quarantine.cancelAll();
         state.peers.values().forEach(RemotePeer::release);
         state.peers.clear();
+        poolShares = List.of();
         state.ranks.forEach(ConsumerRank::close);
         state.ranks.clear();
     }

@@ -1,6 +1,7 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.reference.ReferenceEngine;
+import io.pdconnector.transfer.RankKv;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -22,7 +23,7 @@ public final class PulledKv {
 
     private static final int RETIRED = -1;
 
-    private final List<MemorySegment> ranks;
+    private final List<RankKv> ranks;
     private final List<KvRegion> regions;
     private final int[] blocks;
     private final int[] tokens;
@@ -31,7 +32,7 @@ public final class PulledKv {
     /** Readers holding a pin, or {@link #RETIRED} once the loop has let the blocks go. */
     private final AtomicInteger pins = new AtomicInteger();
 
-    PulledKv(List<MemorySegment> ranks, List<KvRegion> regions, int[] blocks, int[] tokens, long rankBlockBytes) {
+    PulledKv(List<RankKv> ranks, List<KvRegion> regions, int[] blocks, int[] tokens, long rankBlockBytes) {
         this.ranks = List.copyOf(ranks);
         this.regions = List.copyOf(regions);
         this.blocks = blocks.clone();
@@ -81,9 +82,10 @@ public final class PulledKv {
     /** CRC-32C of the bytes {@code GET .../kv} returns, read in place (Java's CRC32C is an intrinsic). */
     public long crc32c() {
         requirePinned();
+        List<MemorySegment> host = host("a KV checksum");
         CRC32C crc = new CRC32C();
         for (int block : blocks) {
-            for (MemorySegment rank : ranks) {
+            for (MemorySegment rank : host) {
                 crc.update(rank.asSlice(block * rankBlockBytes, rankBlockBytes).asByteBuffer());
             }
         }
@@ -93,8 +95,9 @@ public final class PulledKv {
     /** Whether the blocks hold exactly {@code reference}'s KV of the pull's prompt, on every rank. */
     public boolean matches(ReferenceEngine reference) {
         requirePinned();
+        List<MemorySegment> host = host("a reference check of pulled KV");
         for (int r = 0; r < tp; r++) {
-            if (!reference.matches(ranks.get(r), blocks, tokens, tp, r)) {
+            if (!reference.matches(host.get(r), blocks, tokens, tp, r)) {
                 return false;
             }
         }
@@ -104,15 +107,21 @@ public final class PulledKv {
     /** A copy of the bytes, in {@link KvReadout}'s order. */
     public byte[] copy() {
         requirePinned();
+        List<MemorySegment> host = host("a KV read-out");
         byte[] out = new byte[Math.toIntExact(bytes())];
         int at = 0;
         for (int block : blocks) {
-            for (MemorySegment rank : ranks) {
+            for (MemorySegment rank : host) {
                 MemorySegment.copy(rank, ValueLayout.JAVA_BYTE, block * rankBlockBytes, out, at, (int) rankBlockBytes);
                 at += (int) rankBlockBytes;
             }
         }
         return out;
+    }
+
+    /** Every rank's host bytes, or the refusal of a rank whose KV is in GPU memory, before anything is read. */
+    private List<MemorySegment> host(String use) {
+        return ranks.stream().map(r -> r.hostSegment(use)).toList();
     }
 
     private void requirePinned() {

@@ -9,6 +9,7 @@ import io.pdconnector.error.PeerFailureException;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.protocol.ProducerIncarnation;
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
@@ -132,7 +133,9 @@ final class RemotePeer {
         HandshakeMetadata m = ranks.get(s.prefillRank());
         int runs = s.runsPerBlock(g, m.tpSize(), config.tpSize());
         long runBytes = s.runBytes(g, m.tpSize(), config.tpSize());
-        DescriptorList remote = new DescriptorList(m.descriptorCount(runs, config.maxPeerDescriptors()));
+        // P's KV and D's may each be host or GPU memory; NIXL reads across the two
+        DescriptorList remote = new DescriptorList(m.descriptorCount(runs, config.maxPeerDescriptors()),
+                m.kvInVram() ? MemoryType.VRAM : MemoryType.DRAM, m.kvDevice());
         for (int b = 0; b < m.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
                 remote.add(m.kvBase() + b * m.blockBytes() + s.prefillOffset(g, m.tpSize(), config.tpSize(), r),
@@ -140,7 +143,8 @@ final class RemotePeer {
             }
         }
         long localBlockBytes = g.blockBytes(config.tpSize());
-        DescriptorList local = new DescriptorList(Math.multiplyExact(config.numBlocks(), runs));
+        DescriptorList local = new DescriptorList(Math.multiplyExact(config.numBlocks(), runs),
+                rank.kv().memoryType(), rank.kv().deviceId());
         for (int b = 0; b < config.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
                 local.add(rank.kv().address() + b * localBlockBytes

@@ -1,5 +1,6 @@
 package io.pdconnector.controlplane;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -22,7 +23,32 @@ public final class RecordCodec {
     private static final Pattern HOST = Pattern.compile("[A-Za-z0-9.:\\[\\]-]{1,255}");
 
     private final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES,
-            false);
+            false).addMixIn(HandshakeMetadata.class, HostKvUnsaid.class);
+
+    /**
+     * A rank whose KV is in host memory is written without {@code kvMemory} and {@code kvDevice}, byte for byte
+     * as before they existed (absent reads back as dram on device 0); only a VRAM rank says where its KV is.
+     */
+    public abstract static class HostKvUnsaid {
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = Dram.class)
+        abstract String kvMemory();
+
+        @JsonInclude(JsonInclude.Include.NON_DEFAULT)
+        abstract int kvDevice();
+    }
+
+    /** Jackson's value filter: equal to what is left out. */
+    public static final class Dram {
+        @Override
+        public boolean equals(Object value) {
+            return HandshakeMetadata.KV_DRAM.equals(value);
+        }
+
+        @Override
+        public int hashCode() {
+            return HandshakeMetadata.KV_DRAM.hashCode();
+        }
+    }
 
     public byte[] encode(InstanceRecord record) {
         try {

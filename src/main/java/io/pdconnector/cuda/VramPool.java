@@ -109,6 +109,24 @@ public final class VramPool implements AutoCloseable {
         return ipcHandle.clone();
     }
 
+    /**
+     * Zeroes {@code [offset, offset + length)} of the pool and waits for it (a reservation's blocks, so an
+     * engine's request never carries another's KV); on the calling thread, in the pool's context.
+     */
+    public synchronized void zero(long offset, long length) {
+        if (state != State.REGISTERED) {
+            throw new IllegalStateException("VRAM pool " + label + " is " + state.name().toLowerCase()
+                    + ": nothing to zero");
+        }
+        if (offset < 0 || length <= 0 || offset > bytes - length) {
+            throw new IllegalArgumentException("VRAM pool " + label + " has " + bytes + " bytes: cannot zero " + length
+                    + " from " + offset);
+        }
+        device.makeCurrent();
+        device.driver().memset(pointer + offset, 0, length);
+        device.driver().synchronize();
+    }
+
     public synchronized boolean isOpen() {
         return state != State.FREED;
     }

@@ -51,7 +51,8 @@ final class HelperBindings {
         localMetadata = bind(lookup, "pdx_local_metadata", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
         remoteLoad = bind(lookup, "pdx_remote_load", ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG);
         remoteInvalidate = bind(lookup, "pdx_remote_invalidate", ADDRESS, ADDRESS);
-        dlistPrepare = bind(lookup, "pdx_dlist_prepare", ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
+        dlistPrepare = bind(lookup, "pdx_dlist_prepare", ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT,
+                ADDRESS);
         dlistRelease = bind(lookup, "pdx_dlist_release", ADDRESS, ADDRESS);
         readPost = bind(lookup, "pdx_read_post", ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS,
                 JAVA_LONG, ADDRESS);
@@ -172,9 +173,10 @@ final class HelperBindings {
         }
     }
 
-    int dlistPrepare(MemorySegment agent, MemorySegment remoteName, MemorySegment descs, int n, MemorySegment out) {
+    int dlistPrepare(MemorySegment agent, MemorySegment remoteName, int memType, int devId, MemorySegment descs, int n,
+            MemorySegment out) {
         try {
-            return (int) dlistPrepare.invokeExact(agent, remoteName, descs, n, out);
+            return (int) dlistPrepare.invokeExact(agent, remoteName, memType, devId, descs, n, out);
         } catch (Throwable t) {
             throw linkageFailure("pdx_dlist_prepare", t);
         }

@@ -22,7 +22,7 @@ import java.nio.file.StandardCopyOption;
 final class NativeLoader {
 
     static final String HELPER_RESOURCE = "/native/linux-x86_64/libpdnixl.so";
-    static final int EXPECTED_HELPER_ABI = 6;
+    static final int EXPECTED_HELPER_ABI = 7;
 
     private static SymbolLookup helper;
     private static Path loadedHome;

@@ -3,6 +3,7 @@ package io.pdconnector.nixl;
 import static io.pdconnector.nixl.NativeChecks.check;
 
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.PreparedDescriptors;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -43,13 +44,21 @@ final class NixlDescriptorLists {
             MemorySegment pairs = arena.allocateFrom(ValueLayout.JAVA_LONG, descriptors.flatPairs());
             MemorySegment remote = remoteAgent == null ? MemorySegment.NULL : scratch.name(remoteAgent);
             MemorySegment out = scratch.out();
-            check("pdx_dlist_prepare(" + owner + ")",
-                    native_.dlistPrepare(agent, remote, pairs, descriptors.count(), out));
+            check("pdx_dlist_prepare(" + owner + ")", native_.dlistPrepare(agent, remote,
+                    memType(descriptors.memoryType()), descriptors.deviceId(), pairs, descriptors.count(), out));
             NixlDescriptors d = new NixlDescriptors(owner, descriptors.count(), lengths,
                     out.get(ValueLayout.ADDRESS, 0));
             handles.add(d);
             return d;
         }
+    }
+
+    /** The helper's PDX_MEM_* code (pdnixl.h); the list itself has checked its device id against the type. */
+    static int memType(MemoryType type) {
+        return switch (type) {
+            case DRAM -> 0;
+            case VRAM -> 1;
+        };
     }
 
     void release(PreparedDescriptors descriptors) {

@@ -6,11 +6,15 @@ import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.loop.Resources;
 import io.pdconnector.loop.StepWorker;
 import io.pdconnector.protocol.MetadataDirectory;
+import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.PoolShare;
 import io.pdconnector.transfer.TransferEngine;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
 
 /**
  * The producer's step loop. One thread owns every lease, block, slot and transfer agent; callers
@@ -37,6 +41,9 @@ public final class LeaseScheduler implements StepWorker {
     private final NotificationInbox inbox;
     private final Reaper reaper;
     private final Credits credits;
+    private final Optional<KvPools> pools;
+    /** The ranks' VRAM pools as the engine's plugin opens them; written on the loop, read by the API. */
+    private volatile List<PoolShare> poolShares = List.of();
     private boolean open;
 
     public LeaseScheduler(ProducerConfig config, TransferEngine engine,
@@ -46,6 +53,13 @@ public final class LeaseScheduler implements StepWorker {
 
     public LeaseScheduler(ProducerConfig config, TransferEngine engine,
             MetadataDirectory registry, InstantSource clock, LeaseObserver observer) {
+        this(config, engine, registry, clock, observer, Optional.empty());
+    }
+
+    /** With {@code pools} (pd.kv.memory=vram), each rank's KV region is a VRAM pool made on this loop. */
+    public LeaseScheduler(ProducerConfig config, TransferEngine engine,
+            MetadataDirectory registry, InstantSource clock, LeaseObserver observer, Optional<KvPools> pools) {
+        this.pools = pools;
         this.state = new ProducerState(config, clock, observer);
         this.engine = engine;
         this.registry = registry;
@@ -69,6 +83,14 @@ public final class LeaseScheduler implements StepWorker {
 
     public LoopGauges gauges() {
         return gauges;
+    }
+
+    /**
+     * Each rank's VRAM pool as the engine's plugin opens it, in rank order, while the loop is open; empty with
+     * pd.kv.memory=dram. Any thread.
+     */
+    public List<PoolShare> poolShares() {
+        return poolShares;
     }
 
     public ProducerCounters counters() {
@@ -100,8 +122,9 @@ public final class LeaseScheduler implements StepWorker {
         ProducerConfig config = state.config;
         state.nonces = new NonceSource(config.stateDir());
         createShmDir();
-        state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ProducerRank.open(engine, config, r),
+        state.ranks.addAll(Resources.openAll(config.tpSize(), r -> ProducerRank.open(engine, config, r, pools),
                 ProducerRank::close));
+        poolShares = state.ranks.stream().flatMap(r -> r.poolShare().stream()).toList();
         registry.publish(config.engineId(), state.ranks.stream().map(r -> r.metadata(config)).toList());
         open = true;
     }
@@ -164,6 +187,7 @@ public final class LeaseScheduler implements StepWorker {
             exit.allRanks(lease);
             state.ranks.forEach(r -> r.applySlotOps(l -> { }));
         }
+        poolShares = List.of();
         state.ranks.forEach(ProducerRank::close);
         state.ranks.clear();
     }

@@ -4,33 +4,38 @@ import io.pdconnector.config.ProducerConfig;
 import io.pdconnector.memory.SlotArray;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.reference.ReferenceEngine;
+import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.NotificationSink;
-import io.pdconnector.transfer.RegisteredRegion;
+import io.pdconnector.transfer.PoolShare;
+import io.pdconnector.transfer.RankKv;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
  * One prefill rank: its agent, its KV region and its lease slots. Slot operations are batched per
  * step and applied clears first, then writes (L2); a rank reports finished-sending only for a
  * lease whose slot it has zeroed (L3). The KV region is a shared file when the config names a
- * directory for it, so a local engine can write a request's blocks in place.
+ * directory for it, so a local engine can write a request's blocks in place; under
+ * {@code pd.kv.memory=vram} it is a pool on the rank's GPU instead ({@link RankKv}).
  */
 final class ProducerRank {
 
     private final int rank;
     private final TransferAgent agent;
-    private final RegisteredRegion kv;
+    private final RankKv kv;
     private final long blockBytes;
     private final SlotArray slots;
     private final List<Lease> pendingClears = new ArrayList<>();
     private final List<Lease> pendingWrites = new ArrayList<>();
 
-    private ProducerRank(int rank, TransferAgent agent, RegisteredRegion kv, long blockBytes, SlotArray slots) {
+    private ProducerRank(int rank, TransferAgent agent, RankKv kv, long blockBytes, SlotArray slots) {
         this.rank = rank;
         this.agent = agent;
         this.kv = kv;
@@ -40,18 +45,22 @@ final class ProducerRank {
 
     /** Creates the agent and registers memory; on failure releases what it took and says why. */
     static ProducerRank open(TransferEngine engine, ProducerConfig config, int rank) {
+        return open(engine, config, rank, Optional.empty());
+    }
+
+    /** With {@code pools}, the KV region is the rank's VRAM pool, registered with this rank's agent. */
+    static ProducerRank open(TransferEngine engine, ProducerConfig config, int rank, Optional<KvPools> pools) {
         TransferAgent agent = engine.createAgent(config.engineId() + "-p" + rank);
-        RegisteredRegion kv = null;
+        RankKv kv = null;
         try {
             long blockBytes = config.geometry().blockBytes(config.tpSize());
             long bytes = config.numBlocks() * blockBytes;
-            kv = config.kvFile(rank).isPresent() ? agent.allocateShared("kv", config.kvFile(rank).get(), bytes)
-                    : agent.allocate("kv", bytes);
+            kv = RankKv.open(agent, rank, config.kvFile(rank), bytes, pools);
             SlotArray slots = config.leaseVerification() ? registerSlots(agent, config, rank) : null;
             return new ProducerRank(rank, agent, kv, blockBytes, slots);
         } catch (RuntimeException e) {
             if (kv != null) {
-                agent.deregister(kv);
+                kv.release(agent);
             }
             agent.close();
             throw e;
@@ -103,13 +112,13 @@ final class ProducerRank {
     }
 
     void writeKv(ReferenceEngine reference, Lease lease, int[] tokens, int tp) {
-        reference.write(kv.segment(), lease.blockIds(), tokens, tp, rank);
+        reference.write(kv.hostSegment("the reference engine's prefill"), lease.blockIds(), tokens, tp, rank);
     }
 
     /** Zeroes a reservation's blocks, so an engine's request never carries another request's KV. */
     void zeroBlocks(Lease lease) {
         for (int block : lease.blockIds()) {
-            kv.segment().asSlice(block * blockBytes, blockBytes).fill((byte) 0);
+            kv.zero(block * blockBytes, blockBytes);
         }
     }
 
@@ -119,14 +128,20 @@ final class ProducerRank {
      */
     void copyUpload(Lease lease, byte[] upload, int ranks) {
         int[] blocks = lease.blockIds();
+        MemorySegment host = kv.hostSegment("a KV upload");
         for (int i = 0; i < blocks.length; i++) {
-            MemorySegment.copy(upload, Math.toIntExact(((long) i * ranks + rank) * blockBytes), kv.segment(),
+            MemorySegment.copy(upload, Math.toIntExact(((long) i * ranks + rank) * blockBytes), host,
                     ValueLayout.JAVA_BYTE, blocks[i] * blockBytes, Math.toIntExact(blockBytes));
         }
     }
 
     Reservation.RankRegion region() {
         return new Reservation.RankRegion(rank, kv.sharedFile(), kv.length());
+    }
+
+    /** What the engine's plugin opens, for a rank whose KV is a VRAM pool. */
+    Optional<PoolShare> poolShare() {
+        return kv.share(rank);
     }
 
     long blockBytes() {
@@ -153,15 +168,20 @@ final class ProducerRank {
         return new HandshakeMetadata(config.engineId(), rank, config.tpSize(), agent.name(), agent.localMetadata(),
                 kv.address(), kv.length(), config.geometry(), HandshakeMetadata.LAYOUT, config.numBlocks(),
                 slots == null ? 0 : slots.baseAddress(), slots == null ? 0 : slots.count(),
-                HandshakeMetadata.CONNECTOR_VERSION, config.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION));
+                HandshakeMetadata.CONNECTOR_VERSION, config.geometry().compatHash(HandshakeMetadata.CONNECTOR_VERSION),
+                kv.memoryType() == MemoryType.VRAM ? HandshakeMetadata.KV_VRAM : HandshakeMetadata.KV_DRAM,
+                kv.deviceId());
     }
 
-    /** Releases the regions, then closes the agent, which refuses if anything else is still held. */
+    /**
+     * Releases the regions (a VRAM pool: deregistered, then freed), then closes the agent, which refuses if
+     * anything else is still held.
+     */
     void close() {
         if (slots != null) {
             slots.deregister();
         }
-        agent.deregister(kv);
+        kv.release(agent);
         agent.close();
     }
 

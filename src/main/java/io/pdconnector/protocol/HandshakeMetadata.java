@@ -6,7 +6,10 @@ import java.util.Objects;
 
 /**
  * What one rank of an instance publishes so a peer can READ from it. {@code slotBase} and
- * {@code slotCount} are 0 when the instance runs without lease verification.
+ * {@code slotCount} are 0 when the instance runs without lease verification. {@code kvMemory} says
+ * where the KV region is: {@code dram}, or {@code vram} on CUDA device {@code kvDevice} of the peer's
+ * process (the devId its pool is registered with, which a reader's descriptors must carry); a record
+ * without them (an instance from before they existed) is host memory.
  */
 public record HandshakeMetadata(
         String engineId,
@@ -22,7 +25,12 @@ public record HandshakeMetadata(
         long slotBase,
         int slotCount,
         int connectorVersion,
-        String compatHash) {
+        String compatHash,
+        String kvMemory,
+        int kvDevice) {
+
+    public static final String KV_DRAM = "dram";
+    public static final String KV_VRAM = "vram";
 
     public static final String LAYOUT = "HND";
     /** The connector version both sides must share; in every handshake and in the compatibility hash. */
@@ -30,7 +38,16 @@ public record HandshakeMetadata(
     public static final int MAX_BLOCKS = 1 << 24;
     public static final int MAX_SLOTS = 1 << 24;
 
+    /** A rank whose KV is in host memory. */
+    public HandshakeMetadata(String engineId, int rank, int tpSize, String agentName, byte[] agentMetadata,
+            long kvBase, long kvLength, ModelGeometry geometry, String layout, int numBlocks, long slotBase,
+            int slotCount, int connectorVersion, String compatHash) {
+        this(engineId, rank, tpSize, agentName, agentMetadata, kvBase, kvLength, geometry, layout, numBlocks,
+                slotBase, slotCount, connectorVersion, compatHash, KV_DRAM, 0);
+    }
+
     public HandshakeMetadata {
+        kvMemory = kvMemory == null ? KV_DRAM : kvMemory;
         Objects.requireNonNull(engineId, "engineId");
         Objects.requireNonNull(agentName, "agentName");
         Objects.requireNonNull(geometry, "geometry");
@@ -44,6 +61,11 @@ public record HandshakeMetadata(
 
     public long blockBytes() {
         return geometry.blockBytes(tpSize);
+    }
+
+    /** Whether the rank's KV is in GPU memory (its descriptors are VRAM ones on {@link #kvDevice}). */
+    public boolean kvInVram() {
+        return KV_VRAM.equals(kvMemory);
     }
 
     public boolean hasSlots() {
@@ -115,6 +137,10 @@ public record HandshakeMetadata(
                 || kvLength < saturatedProduct(numBlocks, blockBytes())) {
             throw new IncompatiblePeerException(where + " publishes " + numBlocks + " blocks of " + blockBytes()
                     + " bytes in a KV region of " + kvLength + " bytes at " + kvBase);
+        }
+        if (!(KV_DRAM.equals(kvMemory) && kvDevice == 0 || KV_VRAM.equals(kvMemory) && kvDevice >= 0)) {
+            throw new IncompatiblePeerException(where + " publishes its KV in " + kvMemory + " memory on device "
+                    + kvDevice + "; only dram (device 0) or vram (a CUDA device >= 0) exist");
         }
         if (slotCount < 0 || slotCount > MAX_SLOTS || slotCount > 0 && (slotBase <= 0
                 || !fits(slotBase, (long) slotCount * Long.BYTES))) {

@@ -1,10 +1,13 @@
 package io.pdconnector.runtime;
 
 import io.pdconnector.config.ConnectorSettings;
+import io.pdconnector.config.KvMemory;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullScheduler;
 import io.pdconnector.controlplane.Registry;
+import io.pdconnector.cuda.CudaDriver;
+import io.pdconnector.cuda.RankPools;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.LoopGauges;
 import io.pdconnector.loop.StepLoop;
@@ -12,6 +15,8 @@ import io.pdconnector.loop.StepWorker;
 import io.pdconnector.metrics.ConnectorMetrics;
 import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.ProducerFacade;
+import io.pdconnector.transfer.KvPools;
+import io.pdconnector.transfer.PoolShare;
 import io.pdconnector.transfer.TransferEngine;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -19,6 +24,7 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.List;
 import java.util.Optional;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
@@ -61,14 +67,17 @@ public class ConnectorRuntime {
         Duration deadline = config.http().requestDeadline();
         registry.start();
         metrics.bindRegistry(registry);
+        Optional<KvPools> pools = kvPools();
         if (config.role().producer()) {
-            leaseScheduler = new LeaseScheduler(settings.producer(), engine, registry, InstantSource.system(), metrics);
+            leaseScheduler = new LeaseScheduler(settings.producer(), engine, registry, InstantSource.system(), metrics,
+                    pools);
             metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
             producerLoop = start(leaseScheduler);
             producer = new ProducerFacade(leaseScheduler, deadline);
         }
         if (config.role().consumer()) {
-            pullScheduler = new PullScheduler(settings.consumer(), engine, registry, InstantSource.system(), metrics);
+            pullScheduler = new PullScheduler(settings.consumer(), engine, registry, InstantSource.system(), metrics,
+                    pools);
             metrics.bindConsumer(pullScheduler.counters(), pullScheduler.gauges());
             consumerLoop = start(pullScheduler);
             consumer = new ConsumerFacade(pullScheduler, deadline);
@@ -91,6 +100,22 @@ public class ConnectorRuntime {
         if (producerLoop != null) {
             producerLoop.stop(deadline);
         }
+    }
+
+    /** Under pd.kv.memory=vram, each rank's KV in a pool on its GPU; the start-up checks have passed by now. */
+    private Optional<KvPools> kvPools() {
+        if (config.kv().memory() != KvMemory.vram || config.role() == PdConfig.Role.router) {
+            return Optional.empty();
+        }
+        return Optional.of(new RankPools(CudaDriver::load, KvMemoryStartup.ranks(config)));
+    }
+
+    /** The ranks' VRAM pools as the engine's plugin opens them (one side per instance under vram); else empty. */
+    public List<PoolShare> poolShares() {
+        if (leaseScheduler != null) {
+            return leaseScheduler.poolShares();
+        }
+        return pullScheduler == null ? List.of() : pullScheduler.poolShares();
     }
 
     public PdConfig config() {

@@ -2,6 +2,7 @@ package io.pdconnector.runtime;
 
 import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.KvMemory;
+import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.cuda.CudaDriver;
 import io.pdconnector.cuda.GpuSelector;
@@ -20,10 +21,9 @@ import org.jboss.logging.Logger;
 /**
  * {@code pd.kv.memory} at start-up, before the step loops open (a smaller priority value than
  * {@link ConnectorRuntime}'s start, so it is called first). With {@code dram}, the default, it does nothing at all. With
- * {@code vram} it runs {@link VramSelfTest} and fails the start with the sentence of the first cause
- * it finds; and when every check passes it still fails the start, saying so, because this build's
- * producer and consumer ranks do not yet place their KV in the VRAM pool (docs/gpu.md, "What is
- * wired"): serving from DRAM under {@code pd.kv.memory=vram} would be a silent fallback.
+ * {@code vram} it refuses what the VRAM pools cannot serve, runs {@link VramSelfTest} and fails the start with
+ * the sentence of the first cause it finds; there is no fallback to DRAM. When every check passed, the
+ * step loops make each rank's pool ({@link ConnectorRuntime}, {@code cuda.RankPools}).
  */
 @ApplicationScoped
 public class KvMemoryStartup {
@@ -41,12 +41,24 @@ public class KvMemoryStartup {
             LOG.info("pd.kv.memory=vram has no effect on a router: it holds no KV");
             return;
         }
+        requireOneSideWithoutRecompute(config);
         long poolBytes = config.kv().numBlocks() * ConnectorSettings.geometry(config.model()).blockBytes(config.tpSize());
         Path ucxModules = new NixlHome(Path.of(config.nixl().home()).toAbsolutePath().normalize()).ucxModuleDir();
         List<String> passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
                 poolBytes, System.getenv(), ucxModules, () -> engine.createAgent(config.engineId() + "-vram-selftest")));
         passed.forEach(line -> LOG.infof("pd.kv.memory=vram check passed: %s", line));
-        throw new VramStartupException(notWired());
+    }
+
+    /** What the VRAM pools cannot serve, refused before any GPU is touched. */
+    static void requireOneSideWithoutRecompute(PdConfig config) {
+        if (config.role() == PdConfig.Role.both) {
+            throw new VramStartupException("pd.kv.memory=vram serves one side per instance (each rank's KV is one "
+                    + "pool its engine opens): run P and D as separate instances, pd.role=producer or consumer");
+        }
+        if (config.role().consumer() && config.consumer().failurePolicy() == LoadFailurePolicy.RECOMPUTE) {
+            throw new VramStartupException("pd.kv.memory=vram cannot recompute into D's KV: the reference engine "
+                    + "writes host memory and the KV is in GPU memory; set pd.consumer.failure-policy=fail");
+        }
     }
 
     /** The GPU of each TP rank from pd.kv.gpu-uuid; refuses a missing or mis-sized list before any GPU is touched. */
@@ -77,11 +89,5 @@ public class KvMemoryStartup {
         } catch (IllegalArgumentException e) {
             throw new VramStartupException("pd.kv.gpu-uuid: " + e.getMessage(), e);
         }
-    }
-
-    static String notWired() {
-        return "pd.kv.memory=vram: the GPU checks passed (see the lines above), but this build's producer and consumer "
-                + "ranks do not yet keep their KV in the VRAM pool (docs/gpu.md, \"What is wired\"); "
-                + "pd-connector refuses to start rather than serve the KV from DRAM under pd.kv.memory=vram";
     }
 }

@@ -2,15 +2,42 @@ package io.pdconnector.transfer;
 
 import java.util.Arrays;
 
-/** (address, length) pairs kept flat, the layout the native helper takes in one downcall. */
+/**
+ * (address, length) pairs kept flat, the layout the native helper takes in one downcall, all of one memory
+ * type: host memory, or GPU memory on one device (NIXL's devId, the CUDA ordinal in the memory owner's process).
+ */
 public final class DescriptorList {
 
+    private final MemoryType memoryType;
+    private final int deviceId;
     private long[] pairs;
     private int count;
     private boolean leaseSlots;
 
+    /** A list of host memory. */
     public DescriptorList(int expected) {
+        this(expected, MemoryType.DRAM, 0);
+    }
+
+    /** A list of {@code memoryType}: device 0 for DRAM; for VRAM the CUDA ordinal of the memory's GPU. */
+    public DescriptorList(int expected, MemoryType memoryType, int deviceId) {
+        java.util.Objects.requireNonNull(memoryType, "memoryType");
+        if (memoryType == MemoryType.DRAM ? deviceId != 0 : deviceId < 0) {
+            throw new IllegalArgumentException(memoryType + " descriptors cannot be on device " + deviceId
+                    + " (DRAM is device 0, VRAM a CUDA ordinal >= 0)");
+        }
+        this.memoryType = memoryType;
+        this.deviceId = deviceId;
         pairs = new long[Math.max(2, 2 * expected)];
+    }
+
+    public MemoryType memoryType() {
+        return memoryType;
+    }
+
+    /** NIXL's devId of every descriptor: 0 for DRAM, the CUDA ordinal for VRAM. */
+    public int deviceId() {
+        return deviceId;
     }
 
     public DescriptorList add(long address, long length) {

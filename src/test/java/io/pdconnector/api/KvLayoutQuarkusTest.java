@@ -2,11 +2,16 @@ package io.pdconnector.api;
 
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasKey;
+import static org.hamcrest.Matchers.not;
 
 import io.quarkus.test.junit.QuarkusTest;
 import org.junit.jupiter.api.Test;
 
-/** An engine reads the geometry it must match: the %test profile's instance, role both, default model. */
+/**
+ * An engine reads the geometry it must match: the %test profile's instance, role both, default model; with
+ * pd.kv.memory=dram (the default) there is no {@code pools} key at all.
+ */
 @QuarkusTest
 class KvLayoutQuarkusTest {
 
@@ -25,6 +30,15 @@ class KvLayoutQuarkusTest {
                 .body("dtype_bytes", equalTo(2))
                 .body("block_bytes", equalTo(196_608))
                 .body("block", equalTo("[layer][k|v][head][token][dim], the rank's heads only"))
-                .body("byte_order", equalTo("little-endian"));
+                .body("byte_order", equalTo("little-endian"))
+                .body("$", not(hasKey("pools")));
+    }
+
+    @Test
+    void aHostMemoryInstancesHandshakeIsWrittenWithoutTheKvMemoryFields() {
+        given().get("/v1/registry/self").then().statusCode(200)
+                .body("ranks[0].kvBase", org.hamcrest.Matchers.greaterThan(0L))
+                .body("ranks[0]", not(hasKey("kvMemory")))
+                .body("ranks[0]", not(hasKey("kvDevice")));
     }
 }

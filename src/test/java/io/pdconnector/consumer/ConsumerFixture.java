@@ -27,7 +27,12 @@ public final class ConsumerFixture {
 
     public ConsumerFixture(ConsumerConfig config, TransferEngine engine, MetadataDirectory registry,
             InstantSource clock) {
-        this.scheduler = new PullScheduler(config, engine, registry, clock);
+        this(new PullScheduler(config, engine, registry, clock));
+    }
+
+    /** A consumer on a scheduler the test built, not yet open. */
+    public ConsumerFixture(PullScheduler scheduler) {
+        this.scheduler = scheduler;
         this.facade = new ConsumerFacade(scheduler, DEADLINE);
     }
 

@@ -28,6 +28,9 @@ final class FakeCuda implements CudaBinding {
     private final Map<String, Integer> failures = new HashMap<>();
     private long nextPointer = 0x7f00_0000_0000L;
     long current;
+    private final Map<Long, Long> allocationContext = new HashMap<>();
+    /** The last cuMemsetD8's pointer and count. */
+    long[] lastMemset;
     boolean initialised;
 
     static GpuUuid uuid(int n) {
@@ -135,8 +138,9 @@ final class FakeCuda implements CudaBinding {
         if (rc == 0) {
             retains.merge(device, -1, Integer::sum);
             if (retains.get(device) == 0) {
-                // the context goes, and every allocation made in it
-                allocations.clear();
+                // the context goes, and every allocation made in it (and only those)
+                long context = 0xc0000L + device;
+                allocations.keySet().removeIf(p -> allocationContext.get(p) == context);
             }
         }
         return rc;
@@ -171,6 +175,7 @@ final class FakeCuda implements CudaBinding {
         long p = nextPointer;
         nextPointer += (bytes + 0xfffff) & ~0xfffffL;
         allocations.put(p, bytes);
+        allocationContext.put(p, current);
         out.set(JAVA_LONG, 0, p);
         return 0;
     }
@@ -187,7 +192,13 @@ final class FakeCuda implements CudaBinding {
     @Override
     public int cuMemsetD8(long pointer, byte value, long count) {
         int rc = enter("cuMemsetD8_v2");
-        return rc != 0 ? rc : allocations.containsKey(pointer) ? 0 : 1;
+        if (rc != 0) {
+            return rc;
+        }
+        lastMemset = new long[] {pointer, count};
+        // within one allocation, as the driver requires
+        return allocations.entrySet().stream().anyMatch(a -> pointer >= a.getKey()
+                && pointer + count <= a.getKey() + a.getValue()) ? 0 : 1;
     }
 
     @Override

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.transfer.DeviceMemory;
+import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.DeviceRegion;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
@@ -53,6 +55,23 @@ class NixlVramRegistrationTest {
             agent.deregister(host);
         }
         assertEquals(0, agent.openHandles());
+    }
+
+    @Test
+    void aDescriptorListCarriesItsMemoryTypeToNixl() {
+        RegisteredRegion host = agent.allocate("host", 1 << 20);
+        try {
+            DescriptorList dram = new DescriptorList(2).add(host.address(), 4096).add(host.address() + 4096, 4096);
+            agent.release(agent.prepareLocal(dram));
+            DescriptorList vram = new DescriptorList(2, MemoryType.VRAM, 0).add(host.address(), 4096)
+                    .add(host.address() + 4096, 4096);
+            TransferException e = assertThrows(TransferException.class, () -> agent.prepareLocal(vram),
+                    "the same addresses as VRAM: no VRAM registration of this agent covers them");
+            assertEquals("pdx_dlist_prepare(" + agent.name() + ") failed: NOT_FOUND (-6)", e.getMessage());
+            assertEquals(1, agent.openHandles(), "only the host region: the refused list left nothing");
+        } finally {
+            agent.deregister(host);
+        }
     }
 
     @Test

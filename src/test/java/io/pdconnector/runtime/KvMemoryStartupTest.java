@@ -80,6 +80,18 @@ class KvMemoryStartupTest {
                 "pd.kv.gpu-uuid", "0");
     }
 
+    @Test
+    void bothSidesInOneInstanceOrRecomputeAreRefusedBeforeAnyGpuIsTouched() {
+        VramStartupException both = assertThrows(VramStartupException.class, () -> new KvMemoryStartup().check(null,
+                config("pd.kv.memory", "vram", "pd.kv.gpu-uuid", A), UNTOUCHED));
+        assertTrue(both.getMessage().startsWith("pd.kv.memory=vram serves one side per instance"), both.getMessage());
+        VramStartupException recompute = assertThrows(VramStartupException.class, () -> new KvMemoryStartup().check(
+                null, config("pd.role", "consumer", "pd.kv.memory", "vram", "pd.kv.gpu-uuid", A,
+                        "pd.consumer.failure-policy", "recompute"), UNTOUCHED));
+        assertTrue(recompute.getMessage().startsWith("pd.kv.memory=vram cannot recompute into D's KV"),
+                recompute.getMessage());
+    }
+
     private static void assertRefused(String start, String... keyValues) {
         VramStartupException e = assertThrows(VramStartupException.class, () -> KvMemoryStartup.ranks(config(keyValues)));
         assertTrue(e.getMessage().startsWith(start), e.getMessage());

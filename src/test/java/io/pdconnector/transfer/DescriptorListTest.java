@@ -34,4 +34,16 @@ class DescriptorListTest {
         assertThrows(IndexOutOfBoundsException.class, () -> list.address(0));
         assertEquals(0, list.count());
     }
+
+    @Test
+    void aListIsOfOneMemoryTypeAndDramIsDeviceZero() {
+        assertEquals(MemoryType.DRAM, new DescriptorList(1).memoryType());
+        assertEquals(MemoryType.DRAM, DescriptorList.contiguous(1000, 8, 2).memoryType());
+        DescriptorList vram = new DescriptorList(1, MemoryType.VRAM, 3);
+        assertEquals(MemoryType.VRAM, vram.memoryType());
+        assertEquals(3, vram.deviceId());
+        assertThrows(IllegalArgumentException.class, () -> new DescriptorList(1, MemoryType.DRAM, 1));
+        assertThrows(IllegalArgumentException.class, () -> new DescriptorList(1, MemoryType.VRAM, -1));
+        assertThrows(NullPointerException.class, () -> new DescriptorList(1, null, 0));
+    }
 }

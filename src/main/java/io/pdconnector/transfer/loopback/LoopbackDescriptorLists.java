@@ -1,6 +1,7 @@
 package io.pdconnector.transfer.loopback;
 
 import io.pdconnector.transfer.DescriptorList;
+import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.NativeStatus;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.TransferException;
@@ -18,6 +19,10 @@ final class LoopbackDescriptorLists {
     PreparedDescriptors prepare(LoopbackAgent owner, DescriptorList descriptors) {
         if (descriptors.count() == 0) {
             throw new IllegalArgumentException("an empty descriptor list cannot be prepared");
+        }
+        if (descriptors.memoryType() != MemoryType.DRAM) {
+            throw new IllegalArgumentException("the loopback engine moves host memory only, not "
+                    + descriptors.memoryType() + " descriptors");
         }
         for (int i = 0; i < descriptors.count(); i++) {
             if (owner.regionOf(descriptors.address(i), descriptors.length(i)) == null) {

@@ -1,0 +1,142 @@
+"""Where this rank's pd-connector blocks are, and how the worker copies to and from them (docs/gpu.md).
+
+``FileKv`` (pd.kv.memory=dram): pd-connector's KV file of the rank, mapped in host memory; the copies are
+layout.write_pd_blocks / read_pd_blocks, unchanged (numpy on the calling thread: torch's CPU copies fork into
+the OpenMP pool vLLM's forward uses, which made them several times slower on a busy host).
+
+``PoolKv`` (pd.kv.memory=vram, kv-layout carries ``pools``): pd-connector's VRAM pool of the rank, opened over
+CUDA IPC (gpu_pool.IpcPool, the GPU checked by UUID), and gpu_layout.BlockCopier for the copies, on its side
+stream. Each copy is waited for (its CopyDone) before the call returns: P's save returns, and so the scheduler
+commits, only once the bytes D will READ are in the pool; D's load is reported and its pull released only once
+vLLM's blocks hold them. A pool made again (pd-connector restarted: a new incarnation in kv-layout) is opened
+again, the old mapping closed first; there is no fallback to the file. kv-layout is asked before every copy by
+default: P's grant and D's pull come from the pd-connector running now, so a look after them finds its pool,
+where a cached answer could send a grant's KV into a dead instance's mapping while the new pool's blocks are
+what D READs.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .gpu_layout import BlockCopier, resolve_layout
+from .gpu_pool import GpuPoolError, IpcPool, LibCuda
+from .layout import KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
+
+
+class FileKv:
+    """Today's place: the rank's KV file (P's written, D's read), mapped once per file incarnation."""
+
+    def __init__(self, layers: Sequence[torch.Tensor], g: PdGeometry) -> None:
+        self._layers = list(layers)
+        self._g = g
+        self._files = KvFiles()
+
+    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int]) -> None:
+        if path is None:
+            raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
+                               "this plugin writes through the shared file only")
+        dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
+        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks)
+
+    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int]) -> str | None:
+        """None once vLLM's blocks hold the pulled ones, else why nothing was written."""
+        if not path:
+            return ("no-kv-file: D's pd-connector keeps its received KV in anonymous memory; this plugin reads "
+                    "pulled blocks from D's shared KV file only (pd.kv.shm-dir)")
+        src = self._files.blocks(path, int(region_bytes), self._g, self._layers[0].dtype)
+        if any(b < 0 or b >= src.shape[0] for b in pd_blocks):
+            return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}"
+        read_pd_blocks(src, self._layers, vllm_blocks, pd_blocks)
+        return None
+
+    def describe(self) -> str:
+        return "pd-connector's KV file (host memory)"
+
+    def close(self) -> None:
+        self._files.close()
+
+
+def open_ipc_pool(entry: dict[str, Any], device: torch.device) -> IpcPool:
+    """The real opening: libcuda, the entry's handle (base64), size and GPU UUID, on vLLM's cache's device."""
+    return IpcPool(LibCuda(), base64.b64decode(entry["ipc_handle"]), int(entry["bytes"]), str(entry["gpu_uuid"]),
+                   device)
+
+
+def pool_entry(layout: dict[str, Any], rank: int) -> dict[str, Any]:
+    """This rank's entry of kv-layout's ``pools``; GpuPoolError if pd-connector shares none for it."""
+    entries = [e for e in layout.get("pools") or [] if int(e.get("rank", -1)) == rank]
+    if len(entries) != 1:
+        raise GpuPoolError(f"pd-connector's kv-layout shares {len(entries)} VRAM pools for TP rank {rank} "
+                           f"(pools: {[e.get('rank') for e in layout.get('pools') or []]}); one is needed")
+    entry = entries[0]
+    if len(base64.b64decode(entry.get("ipc_handle", ""))) != 64:
+        raise GpuPoolError(f"rank {rank}'s pool entry has no 64-byte ipc_handle")
+    return entry
+
+
+class PoolKv:
+    """The rank's VRAM pool and the copier over vLLM's (GPU) cache. ``fetch_layout`` is kv-layout, asked again
+    before a copy once ``check_s`` seconds passed since the last look (0: before every copy, the default; see
+    the module comment), so a pool made again is opened again; ``opener`` is the tests' stand-in for
+    :func:`open_ipc_pool`."""
+
+    def __init__(self, backend: str, layers: Sequence[torch.Tensor], g: PdGeometry, rank: int,
+                 layout: dict[str, Any], fetch_layout: Callable[[], dict[str, Any]], check_s: float = 0.0,
+                 opener: Callable[[dict[str, Any], torch.device], IpcPool] = open_ipc_pool,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._layers = list(layers)
+        self._g = g
+        self._rank = rank
+        self._copier = BlockCopier(resolve_layout(backend, self._layers, g), self._layers, g)
+        self._fetch, self._check_s, self._opener, self._clock = fetch_layout, check_s, opener, clock
+        # one copy at a time: P's saves and D's load threads share the copier's side stream and the mapping
+        self._lock = threading.Lock()
+        entry = pool_entry(layout, rank)
+        self._pool = opener(entry, self._layers[0].device)
+        self._incarnation = entry.get("incarnation")
+        self._checked = clock()
+
+    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int]) -> None:
+        with self._lock:
+            self._current()
+            pool = self._pool.blocks(self._layers[0].dtype, self._g.block_shape())
+            done = self._copier.gather(vllm_blocks, pool, pd_blocks)
+            del pool
+            done.wait()
+
+    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int]) -> str | None:
+        with self._lock:
+            self._current()
+            pool = self._pool.blocks(self._layers[0].dtype, self._g.block_shape())
+            if any(b < 0 or b >= pool.shape[0] for b in pd_blocks):
+                return f"bad-blocks: D blocks {pd_blocks} outside the VRAM pool's {pool.shape[0]}"
+            done = self._copier.scatter(pool, pd_blocks, vllm_blocks)
+            del pool
+            done.wait()
+            return None
+
+    def describe(self) -> str:
+        return f"pd-connector's VRAM pool (incarnation {self._incarnation}, copies {self._copier.layout.name})"
+
+    def _current(self) -> None:
+        """Opens the pool again if pd-connector made a new one since the last look (called under the lock)."""
+        now = self._clock()
+        if self._check_s > 0 and now - self._checked < self._check_s:
+            return
+        entry = pool_entry(self._fetch(), self._rank)
+        self._checked = now
+        if entry.get("incarnation") == self._incarnation:
+            return
+        self._pool.close()  # before pd-connector may free the old memory's successor: CUDA's IPC rule
+        self._pool = self._opener(entry, self._layers[0].device)
+        self._incarnation = entry.get("incarnation")
+
+    def close(self) -> None:
+        with self._lock:
+            self._pool.close()
