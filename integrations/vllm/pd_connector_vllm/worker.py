@@ -25,6 +25,7 @@ import torch
 from .client import PdClient, PdError
 from .layout import (KvFiles, PdGeometry, check_geometry, numpy_copies, order_layers, read_pd_blocks,
                      write_pd_blocks)
+from .osthread import name_current_thread
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -46,7 +47,8 @@ class PdWorker:
         self._layers: list[torch.Tensor] = []
         self._geometry: PdGeometry | None = None
         self._files = KvFiles()
-        self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load")
+        self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load",
+                                        initializer=name_current_thread, initargs=("pd-load",))
         self._lock = threading.Lock()
         self._results = LoadResults()
         self._timing_level = timing_level  # the level of the per-request timing lines
