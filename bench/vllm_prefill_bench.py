@@ -3,7 +3,7 @@
 pd-connector plugin beside a producer pd-connector, each fleet started alone, the same requests to each.
 
     bench/vllm-pd.sh --prefill [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
-                               [--fleets none,stock,plugin]   (PD_BENCH_MODEL selects another model)
+                               [--fleets none,stock,plugin] [--threads]   (PD_BENCH_MODEL: another model)
 
 Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
 `kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
@@ -12,6 +12,9 @@ requests/s (requests over the batch's wall time, `c` clients each sending one re
 p50, CPU seconds per request of the fleet's processes (vLLM's server and engine core, pd-connector's JVM), and
 for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines) and
 the KV bytes D-facing HTTP carried (none: P's engine path has no KV read-out). Ratios against no connector.
+With --threads, each row also says where the CPU went: ms per request of each thread kind, by the OS names of
+process and thread (the plugin names its own `pd-control` and `pd-load`; pd-connector's step loops are
+`producer-<engine>`/`consumer-<engine>`).
 Writes target/vllm-bench/prefill.json.
 """
 import argparse
@@ -29,7 +32,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import openai  # noqa: E402
 
 from fleet import PLUGIN_CLASS, PLUGIN_MODULE, Fleet, metric  # noqa: E402
-from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
+from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
 from vllm_pd_bench import percentile  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
@@ -94,6 +97,8 @@ def main(argv):
     parser.add_argument("--concurrency", default="1,16")
     parser.add_argument("--prompt-tokens", type=int, default=300)
     parser.add_argument("--fleets", default="none,stock,plugin")
+    parser.add_argument("--threads", action="store_true",
+                        help="also CPU ms per request of each thread kind (process/thread by OS name), the top 12")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.concurrency.split(",")]
     fleets = args.fleets.split(",")
@@ -114,8 +119,10 @@ def main(argv):
                 prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(args.requests)]
                 log_from = p.process.log_path.stat().st_size
                 cpu0 = session_cpu_seconds(fleet_sessions(fleet))
+                threads0 = thread_cpu_seconds(fleet_sessions(fleet)) if args.threads else {}
                 latencies, wall, errors, without = batch(p.url, prompts, c)
                 cpu = session_cpu_seconds(fleet_sessions(fleet)) - cpu0
+                threads = thread_cpu_delta(threads0, thread_cpu_seconds(fleet_sessions(fleet))) if args.threads else {}
                 if not latencies:
                     raise RuntimeError(f"{kind} c={c}: no request answered ({errors[:3]})")
                 row = {"fleet": kind, "c": c, "requests": len(latencies), "errors": len(errors),
@@ -123,6 +130,9 @@ def main(argv):
                        "latency_p50_ms": round(percentile(latencies, 50) * 1000, 1),
                        "cpu_s_per_request": round(cpu / max(1, len(latencies)), 4),
                        "answers_without_params": len(without) if kind != "none" else None}
+                if threads:
+                    top = sorted(threads.items(), key=lambda kv: -kv[1])[:12]
+                    row["thread_cpu_ms_per_request"] = {k: round(1000 * v / max(1, len(latencies)), 2) for k, v in top}
                 if kind == "plugin":
                     with open(p.process.log_path, errors="replace") as f:
                         f.seek(log_from)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import PdClient, PdError
+from .osthread import name_current_thread
 
 log = logging.getLogger("vllm.pd_connector")
 
@@ -172,6 +173,7 @@ class PdControl:
             or (self._verify and leases < self._target_leases // 2 + 1))
 
     def _run(self) -> None:
+        name_current_thread("pd-control")
         while True:
             with self._cond:
                 while not (self._stopping or self._commits or self._aborts or self._returns

@@ -29,6 +29,7 @@ import torch
 from .client import PdClient, PdError
 from .kv_places import FileKv, PoolKv
 from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
+from .osthread import name_current_thread
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -50,7 +51,8 @@ class PdWorker:
         self._layers: list[torch.Tensor] = []
         self._geometry: PdGeometry | None = None
         self._kv: FileKv | PoolKv | None = None
-        self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load")
+        self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load",
+                                        initializer=name_current_thread, initargs=("pd-load",))
         self._lock = threading.Lock()
         self._results = LoadResults()
         self._timing_level = timing_level  # the level of the per-request timing lines

@@ -3,6 +3,7 @@ over HTTP), every other outcome is a load failure (vLLM then applies kv_load_fai
 goes into the file, and no thread outlives shutdown."""
 
 import logging
+import os
 import re
 import threading
 import time
@@ -192,6 +193,9 @@ def test_a_release_only_pull_is_released_and_never_reported_to_vllm():
     client = FakeClient({"pull": {"state": "received"}})
     w, _ = worker(client)
     w.start_loads([], [load(vllm_blocks=())])
+    deadline = time.monotonic() + 5  # shutdown drops a load not yet under way: wait until this one ran
+    while "release" not in client.names() and time.monotonic() < deadline:
+        time.sleep(0.01)
     w.shutdown()
     assert client.names() == ["pull", "release", "close"]
     assert w.take_results().finished == set()
@@ -228,6 +232,8 @@ def test_shutdown_waits_for_loads_under_way_and_leaves_no_thread():
     w.start_loads([load(), load()], [])
     for i in range(2):  # both loads under way, not merely started
         assert under_way.acquire(timeout=5), f"load {i + 1} of 2 did not reach its pull within 5 s"
+    os_names = {open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+    assert "pd-load" in os_names, "a load thread does not carry its name at the OS level (top -H, ps -L)"
     gate.set()
     w.shutdown()
     assert not [t for t in threading.enumerate() if t.name.startswith("pd-load")]
