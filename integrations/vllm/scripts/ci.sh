@@ -42,9 +42,9 @@ t0=$SECONDS
 echo "vllm-ci: plugin tests took $((SECONDS - t0)) s"
 
 t0=$SECONDS
-# The tensor-parallel fleets (test_tp_*.py, marker tp) run only when asked: PD_E2E_TP=1. On the 2-core CI machine a
-# TP fleet is four vLLM servers (up to 11 processes) and four services, and in one clean-clone run a pd-connector
-# of such a fleet stopped answering for about a minute (docs/vllm.md, "Tensor-parallel fleets").
+# The tensor-parallel fleets (test_tp_*.py, marker tp) run only when asked: PD_E2E_TP=1. On this 2-core VM the
+# first pull of a fresh TP 2 D has come with stalls of the whole machine (tens of seconds, up to minutes) in which
+# the pull missed the plugin's deadline (docs/vllm.md, "Tensor-parallel fleets").
 if [ "${PD_E2E_TP:-0}" = 1 ]; then
   selection=()
   echo "vllm-ci: end to end with the tensor-parallel fleets (PD_E2E_TP=1)"
