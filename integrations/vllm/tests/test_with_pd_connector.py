@@ -18,7 +18,7 @@ from pd_connector_vllm.client import PdClient, PdError
 from pd_connector_vllm.connector import PdSettings
 from pd_connector_vllm.layout import PdGeometry
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
-from pd_connector_vllm.worker import PdWorker
+from pd_connector_vllm.worker import LoadResults, PdWorker
 
 from pd_service import PdService, free_port
 
@@ -60,14 +60,31 @@ def produce(pd, request_id, p_kv, vllm_blocks, num_tokens, token=None):
     return params
 
 
+def outcomes_of(worker, request_ids, seconds=30.0):
+    """The worker's load results once every one of `request_ids` has one (a failed load is finished too). Asked
+    before `shutdown`, which drops a load its thread has not taken up yet."""
+    got = LoadResults()
+    deadline = time.monotonic() + seconds
+    while True:
+        r = worker.take_results()
+        got.finished |= r.finished
+        got.failed.update(r.failed)
+        if set(request_ids) <= got.finished:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no result for {sorted(set(request_ids) - got.finished)} within {seconds} s")
+        time.sleep(0.01)
+
+
 def load_on_d(pd, spec, client=None):
     client = client or PdClient(pd.url)
     d_kv = vllm_caches()
     worker = PdWorker(client, 0, 1, 1)
     worker.register(d_kv, client.kv_layout())
     worker.start_loads([spec], [])
+    results = outcomes_of(worker, [spec.request_id])
     worker.shutdown()
-    return worker.take_results(), d_kv
+    return results, d_kv
 
 
 def http_requests(service):
@@ -301,9 +318,9 @@ def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_
         workers.append(w)
     workers[0].start_loads([LoadSpec("tp-1-d", "tp-1-d", list(range(10)), params, [2, 7, 4], 0)], [])
     workers[1].start_loads([LoadSpec("tp-1-d", "tp-1-d", list(range(10)), params, [2, 7, 4], 0)], [])
+    outcomes = [outcomes_of(w, ["tp-1-d"]) for w in workers]
     for w in workers:
-        w.shutdown()   # waits for the loads under way
-    outcomes = [w.take_results() for w in workers]
+        w.shutdown()
     assert all(o.finished == {"tp-1-d"} and o.failed == {} for o in outcomes), outcomes
     for rank in range(2):   # each D worker got its own rank's heads, P's blocks 5, 0, 3 in D's vLLM blocks 2, 7, 4
         for name, t in d_kv[rank].items():
