@@ -4,21 +4,29 @@ import os
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _stat(path: str) -> tuple[str, list[str]] | None:
+    """A /proc stat file as (the command name, the fields after it), or None if the process or thread is gone.
+    After the name: state ppid pgrp session ... utime(11) stime(12), counting from the state field."""
+    try:
+        with open(path) as f:
+            head, rest = f.read().rsplit(")", 1)
+    except OSError:
+        return None
+    return head.split("(", 1)[1], rest.split()
+
+
+def _cpu_seconds(fields: list[str]) -> float:
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
 def session_cpu_seconds(session_ids) -> float:
     """user + system seconds of every live process whose session is one of `session_ids` (children included)."""
     wanted = set(session_ids)
     total = 0.0
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        # after the command: state ppid pgrp session ... utime(12) stime(13) (0-based from the state field)
-        if int(fields[3]) in wanted:
-            total += (int(fields[11]) + int(fields[12])) / _TICKS
+        stat = _stat(f"/proc/{pid}/stat") if pid.isdigit() else None
+        if stat is not None and int(stat[1][3]) in wanted:
+            total += _cpu_seconds(stat[1])
     return total
 
 
@@ -33,27 +41,19 @@ def thread_cpu_seconds(session_ids) -> dict[str, float]:
     wanted = set(session_ids)
     totals: dict[str, float] = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        stat = _stat(f"/proc/{pid}/stat") if pid.isdigit() else None
+        if stat is None or int(stat[1][3]) not in wanted:
             continue
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                head, fields = f.read().rsplit(")", 1)
-            if int(fields.split()[3]) not in wanted:
-                continue
-            process = head.split("(", 1)[1]
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue  # gone meanwhile
         for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    thead, tfields = f.read().rsplit(")", 1)
-            except OSError:
+            thread = _stat(f"/proc/{pid}/task/{tid}/stat")
+            if thread is None:
                 continue
-            kind = "main" if tid == pid else thead.split("(", 1)[1]
-            values = tfields.split()
-            key = f"{process}/{kind}"
-            totals[key] = totals.get(key, 0.0) + (int(values[11]) + int(values[12])) / _TICKS
+            key = f"{stat[0]}/{'main' if tid == pid else thread[0]}"
+            totals[key] = totals.get(key, 0.0) + _cpu_seconds(thread[1])
     return totals
 
 
