@@ -46,6 +46,11 @@ final class RankPool implements DevicePool {
     }
 
     @Override
+    public void zero(long[] offsets, long length) {
+        pool.zero(offsets, length);
+    }
+
+    @Override
     public void close() {
         pool.close();
         device.close();

@@ -113,17 +113,26 @@ public final class VramPool implements AutoCloseable {
      * Zeroes {@code [offset, offset + length)} of the pool and waits for it (a reservation's blocks, so an
      * engine's request never carries another's KV); on the calling thread, in the pool's context.
      */
-    public synchronized void zero(long offset, long length) {
+    public void zero(long offset, long length) {
+        zero(new long[] {offset}, length);
+    }
+
+    /** As {@link #zero(long, long)} for {@code length} bytes at each offset: every range checked first, one wait. */
+    public synchronized void zero(long[] offsets, long length) {
         if (state != State.REGISTERED) {
             throw new IllegalStateException("VRAM pool " + label + " is " + state.name().toLowerCase()
                     + ": nothing to zero");
         }
-        if (offset < 0 || length <= 0 || offset > bytes - length) {
-            throw new IllegalArgumentException("VRAM pool " + label + " has " + bytes + " bytes: cannot zero " + length
-                    + " from " + offset);
+        for (long offset : offsets) {
+            if (offset < 0 || length <= 0 || offset > bytes - length) {
+                throw new IllegalArgumentException("VRAM pool " + label + " has " + bytes + " bytes: cannot zero "
+                        + length + " from " + offset);
+            }
         }
         device.makeCurrent();
-        device.driver().memset(pointer + offset, 0, length);
+        for (long offset : offsets) {
+            device.driver().memset(pointer + offset, 0, length);
+        }
         device.driver().synchronize();
     }
 

@@ -117,9 +117,7 @@ final class ProducerRank {
 
     /** Zeroes a reservation's blocks, so an engine's request never carries another request's KV. */
     void zeroBlocks(Lease lease) {
-        for (int block : lease.blockIds()) {
-            kv.zero(block * blockBytes, blockBytes);
-        }
+        kv.zeroBlocks(lease.blockIds(), blockBytes);
     }
 
     /**

@@ -23,6 +23,16 @@ public interface DevicePool extends AutoCloseable {
     /** Zeroes {@code [offset, offset + length)} and waits until it is done (a reservation's fresh blocks). */
     void zero(long offset, long length);
 
+    /**
+     * Zeroes {@code length} bytes at each of {@code offsets} and waits once, when all are done (a reservation's
+     * blocks: one wait per reservation, not per block). Checks every range before zeroing any.
+     */
+    default void zero(long[] offsets, long length) {
+        for (long offset : offsets) {
+            zero(offset, length);
+        }
+    }
+
     /** Deregisters, frees, releases the GPU; a refused step keeps what follows held and is retried next time. */
     @Override
     void close();

@@ -35,8 +35,8 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
      */
     MemorySegment hostSegment(String use);
 
-    /** Zeroes {@code [offset, offset + length)}, in host memory or on the GPU. */
-    void zero(long offset, long length);
+    /** Zeroes the blocks {@code blockIds} of {@code blockBytes} each, in host memory or on the GPU. */
+    void zeroBlocks(int[] blockIds, long blockBytes);
 
     /** Host: deregisters (and so unmaps) the region. Device: deregisters from NIXL, frees, gives the GPU back. */
     void release(TransferAgent agent);
@@ -103,8 +103,10 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
         }
 
         @Override
-        public void zero(long offset, long length) {
-            region.segment().asSlice(offset, length).fill((byte) 0);
+        public void zeroBlocks(int[] blockIds, long blockBytes) {
+            for (int block : blockIds) {
+                region.segment().asSlice(block * blockBytes, blockBytes).fill((byte) 0);
+            }
         }
 
         @Override
@@ -156,8 +158,12 @@ public sealed interface RankKv permits RankKv.Host, RankKv.Device {
         }
 
         @Override
-        public void zero(long offset, long length) {
-            pool.zero(offset, length);
+        public void zeroBlocks(int[] blockIds, long blockBytes) {
+            long[] offsets = new long[blockIds.length];
+            for (int i = 0; i < blockIds.length; i++) {
+                offsets[i] = blockIds[i] * blockBytes;
+            }
+            pool.zero(offsets, blockBytes);
         }
 
         @Override

@@ -96,4 +96,18 @@ class RankPoolsTest {
         pool.close();
         assertThrows(IllegalStateException.class, () -> pool.zero(0, MIB), "a closed pool zeroes nothing");
     }
+
+    @Test
+    void aReservationsBlocksAreZeroedWithOneWaitAndAnyRangeOutsideRefusesThemAll() {
+        DevicePool pool = pools.open(nixl, 0, "e-p0-kv", 8 * MIB);
+        cuda.calls.clear();
+        pool.zero(new long[] {0, 3 * MIB, 6 * MIB}, MIB);
+        assertEquals(List.of("cuCtxSetCurrent", "cuMemsetD8_v2", "cuMemsetD8_v2", "cuMemsetD8_v2", "cuCtxSynchronize"),
+                cuda.calls);
+        assertArrayEquals(new long[] {pool.address() + 6 * MIB, MIB}, cuda.lastMemset);
+        cuda.calls.clear();
+        assertThrows(IllegalArgumentException.class, () -> pool.zero(new long[] {0, 7 * MIB + 1}, MIB));
+        assertEquals(List.of(), cuda.calls, "refused before any call");
+        pool.close();
+    }
 }
