@@ -2,11 +2,8 @@ package io.pdconnector.api;
 
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
-import io.pdconnector.consumer.PullOutcome;
-import io.pdconnector.consumer.PulledKv;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.error.InvalidInputException;
-import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
 import io.pdconnector.reference.ReferenceEngine;
@@ -29,11 +26,6 @@ import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
@@ -95,40 +87,8 @@ public class ConsumerResource {
         OptionalInt rank = request.decodeRank() == null ? OptionalInt.empty() : OptionalInt.of(request.decodeRank());
         return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params, rank,
                 ConsumerResource::cancelWhenClientGoes, replyOn)
-                .map(outcome -> reply(request.requestId(), outcome, start, checksum, checkReference));
-    }
-
-    /**
-     * Says where the pulled KV is; reads it in place (checksum, reference check), on this thread, not on D's
-     * step loop, only when asked. A pull released meanwhile has none left.
-     */
-    private PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checksum,
-            boolean checkReference) {
-        long replyAt = System.nanoTime();
-        PulledKv kv = outcome.kv();
-        if (!kv.pin()) {
-            throw new UnknownRequestException("consumer", requestId);
-        }
-        String crc = null;
-        Boolean reference;
-        Map<String, Double> timings = new LinkedHashMap<>();
-        timings.put("pull_ms", (replyAt - enteredAt) / 1e6);
-        timings.putAll(outcome.timeline().phasesMillis(enteredAt, replyAt));
-        try {
-            if (checksum) {
-                crc = checksumText(kv.crc32c());
-                timings.put("checksum_ms", (System.nanoTime() - replyAt) / 1e6);
-            }
-            reference = checkReference && outcome.localBlockIds().length > 0 ? kv.matches(this.reference) : null;
-        } finally {
-            kv.unpin();
-        }
-        List<ReservationResponse.Rank> ranks = kv.regions().stream().map(r -> new ReservationResponse.Rank(r.rank(),
-                r.file().map(Object::toString).orElse(null), r.regionBytes())).toList();
-        return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
-                outcome.reason() == null ? null : outcome.reason().wire(),
-                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), kv.rankBlockBytes(), ranks, crc,
-                reference, timings);
+                .map(outcome -> PullReplies.reply(request.requestId(), outcome, start, checksum, checkReference,
+                        reference));
     }
 
     /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */
@@ -154,7 +114,7 @@ public class ConsumerResource {
         CRC32C crc = new CRC32C();
         crc.update(kv);
         consumer.release(id);
-        return Response.ok(kv).header("X-KV-Checksum", checksumText(crc.getValue())).build();
+        return Response.ok(kv).header("X-KV-Checksum", PullReplies.checksumText(crc.getValue())).build();
     }
 
     @GET
@@ -215,10 +175,5 @@ public class ConsumerResource {
 
     private ConsumerFacade consumer() {
         return runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
-    }
-
-    /** One spelling of the KV checksum for the pull reply and the read-out header, so clients can compare them. */
-    private static String checksumText(long crc32c) {
-        return String.format("crc32c:%08x", crc32c);
     }
 }

@@ -28,10 +28,12 @@ public class KvLayoutResource {
 
     private final ConnectorRuntime runtime;
     private final SecurityIdentity caller;
+    private final EngineSocketServer engineSocket;
 
-    public KvLayoutResource(ConnectorRuntime runtime, SecurityIdentity caller) {
+    public KvLayoutResource(ConnectorRuntime runtime, SecurityIdentity caller, EngineSocketServer engineSocket) {
         this.runtime = runtime;
         this.caller = caller;
+        this.engineSocket = engineSocket;
     }
 
     @GET
@@ -42,8 +44,9 @@ public class KvLayoutResource {
         if (!config.role().producer() && !config.role().consumer()) {
             throw ProblemException.roleNotServed("producer or consumer");
         }
-        KvLayoutResponse layout = KvLayoutResponse.of(config.engineId(), config.role().name(), config.tpSize(),
+        KvLayoutResponse plain = KvLayoutResponse.of(config.engineId(), config.role().name(), config.tpSize(),
                 config.kv().numBlocks(), runtime.geometry(), config.lease().verification());
+        KvLayoutResponse layout = engineSocket.path().map(p -> plain.withEngineSocket(p.toString())).orElse(plain);
         return forCaller(layout, config.kv().memory(), caller.hasRole(AuthRole.ENGINE), runtime::poolShares);
     }
 

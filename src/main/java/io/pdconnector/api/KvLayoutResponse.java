@@ -6,6 +6,7 @@ import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.transfer.PoolShare;
 import java.util.Base64;
 import java.util.List;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
 
 /**
  * This instance -> the engine beside it: the KV geometry it was configured with, so an engine checks
@@ -30,20 +31,29 @@ public record KvLayoutResponse(
         String block,
         @JsonProperty("byte_order") String byteOrder,
         @JsonProperty("lease_verification") boolean leaseVerification,
-        @JsonInclude(JsonInclude.Include.NON_NULL) List<Pool> pools) {
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<Pool> pools,
+        @JsonProperty("engine_socket") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true,
+                description = "a decoder's engine socket (pd.consumer.engine-socket), where its engine's plugin"
+                        + " pulls and releases; absent when there is none") String engineSocket) {
 
     static KvLayoutResponse of(String engineId, String role, int tp, int numBlocks, ModelGeometry g,
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
                 g.headDim(), g.blockTokens(), g.dtypeBytes(), g.blockBytes(tp),
-                "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification, null);
+                "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification, null, null);
     }
 
     /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
     KvLayoutResponse withPools(List<PoolShare> shares) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
                 blockTokens, dtypeBytes, blockBytes, block, byteOrder, leaseVerification,
-                shares.stream().map(Pool::of).toList());
+                shares.stream().map(Pool::of).toList(), engineSocket);
+    }
+
+    /** The same layout naming the engine socket. */
+    KvLayoutResponse withEngineSocket(String path) {
+        return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
+                blockTokens, dtypeBytes, blockBytes, block, byteOrder, leaseVerification, pools, path);
     }
 
     /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */

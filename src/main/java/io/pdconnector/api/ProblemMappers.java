@@ -76,13 +76,18 @@ public class ProblemMappers {
 
     @ServerExceptionMapper
     public Response validation(ConstraintViolationException e, UriInfo uri) {
+        return respond(validationProblem(e), uri);
+    }
+
+    /** The problem of a body that breaks its constraints, with each field and its message. */
+    static Problem validationProblem(ConstraintViolationException e) {
         var violations = e.getConstraintViolations().stream()
                 .map(v -> new Problem.Violation(leaf(v.getPropertyPath().toString()), v.getMessage()))
                 .sorted(Comparator.comparing(Problem.Violation::field))
                 .toList();
         String detail = violations.stream().map(v -> v.field() + ": " + v.message())
                 .reduce((a, b) -> a + "; " + b).orElse("invalid input");
-        return respond(Problem.of(400, "validation-failed", "Invalid request", detail).withViolations(violations), uri);
+        return Problem.of(400, "validation-failed", "Invalid request", detail).withViolations(violations);
     }
 
     /**

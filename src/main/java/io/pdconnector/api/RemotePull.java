@@ -41,7 +41,17 @@ final class RemotePull {
         registry.requireTrusted(params);
         CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
         submitted.accept(pull);
-        PullOutcome outcome = consumer.await(pull, requestId);
+        return decided(consumer.await(pull, requestId));
+    }
+
+    /** As above, asked for by D's rank {@code decodeRank}: the pull D's ranks share, waited for on this thread. */
+    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+            KvTransferParams params, OptionalInt decodeRank) {
+        registry.requireTrusted(params);
+        return decided(consumer.await(consumer.submitPull(requestId, tokens, params, decodeRank), requestId));
+    }
+
+    private static PullOutcome decided(PullOutcome outcome) {
         if (outcome.state() == PullState.DECLINED) {
             throw declined(outcome);
         }
@@ -79,12 +89,7 @@ final class RemotePull {
                                 + " unless the caller was a decode rank that joined it"))
                 .onTermination().invoke(() -> pull.cancel(false)) // no effect once answered
                 .emitOn(replyOn)
-                .map(outcome -> {
-                    if (outcome.state() == PullState.DECLINED) {
-                        throw declined(outcome);
-                    }
-                    return outcome;
-                });
+                .map(RemotePull::decided);
     }
 
     private static ProblemException declined(PullOutcome outcome) {

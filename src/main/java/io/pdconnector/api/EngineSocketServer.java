@@ -1,0 +1,209 @@
+package io.pdconnector.api;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.config.PdConfig;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.annotation.Priority;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.interceptor.Interceptor;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jboss.logging.Logger;
+
+/**
+ * D's engine socket (pd.consumer.engine-socket): a Unix domain socket in pd.kv.shm-dir, beside the KV files the
+ * engine maps, where the engine's plugin pulls and releases without HTTP's cost per call. One acceptor thread;
+ * each connection is served by a virtual thread of its own, one request at a time ({@link EngineSocketCalls}).
+ * The socket is as private as the KV files: mode 0660, and with pd.auth on a connection first says hello with
+ * the engine's token. The file is this instance's from start to shutdown, which removes it.
+ */
+@ApplicationScoped
+public class EngineSocketServer {
+
+    private static final Logger LOG = Logger.getLogger(EngineSocketServer.class);
+    /** Far above what an engine opens (one per TP worker's load thread); beyond it a connection is refused. */
+    static final int MAX_CONNECTIONS = 256;
+
+    private final PdConfig config;
+    private final EngineSocketCalls calls;
+    private final ObjectMapper json;
+    private final int maxFrame;
+    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private final AtomicLong accepted = new AtomicLong();
+    private volatile ServerSocketChannel server;
+    private volatile Path path;
+
+    EngineSocketServer(PdConfig config, EngineSocketCalls calls, ObjectMapper json) {
+        this.config = config;
+        this.calls = calls;
+        this.json = json;
+        this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.http().maxJsonBody().asLongValue());
+    }
+
+    /** Where the socket is while this instance serves it; empty when it serves none. */
+    public Optional<Path> path() {
+        return Optional.ofNullable(path);
+    }
+
+    /** The socket's path for this configuration: only a decoder with pd.consumer.engine-socket on has one. */
+    static Optional<Path> configuredPath(PdConfig config) {
+        if (!config.role().consumer() || !config.consumer().engineSocket()) {
+            return Optional.empty();
+        }
+        return Optional.of(Path.of(config.kv().shmDir()).toAbsolutePath().resolve("pd-" + config.engineId() + ".sock"));
+    }
+
+    /** After the runtime's own start (its default priority), so the first request finds the consumer loop running. */
+    void start(@Observes @Priority(Interceptor.Priority.APPLICATION + 600) StartupEvent event) {
+        Optional<Path> at = configuredPath(config);
+        if (at.isEmpty()) {
+            return;
+        }
+        try {
+            server = bind(at.get());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot serve the engine socket at " + at.get()
+                    + " (pd.consumer.engine-socket; turn it off or shorten pd.kv.shm-dir or pd.engine-id)", e);
+        }
+        path = at.get();
+        Thread.ofPlatform().name("pd-engine-socket").daemon().start(this::acceptLoop);
+        LOG.infof("engine socket at %s (pull and release for the engine's plugin%s)", path,
+                calls.helloRequired() ? "; a connection says hello with the engine token first" : "");
+    }
+
+    /** Binds, taking over a socket file a previous run of this instance left, never one another instance serves. */
+    private static ServerSocketChannel bind(Path at) throws IOException {
+        Files.createDirectories(at.getParent());
+        if (Files.exists(at)) {
+            if (listening(at)) {
+                throw new IOException("another process serves " + at + " (a second pd-connector with this"
+                        + " pd.engine-id and pd.kv.shm-dir?)");
+            }
+            Files.delete(at); // nobody listens: left by a run that did not shut down
+        }
+        ServerSocketChannel channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        try {
+            channel.bind(UnixDomainSocketAddress.of(at));
+            Files.setPosixFilePermissions(at, PosixFilePermissions.fromString("rw-rw----"));
+            return channel;
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+    }
+
+    private static boolean listening(Path at) {
+        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(at))) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private void acceptLoop() {
+        ServerSocketChannel listening = server;
+        while (listening.isOpen()) {
+            SocketChannel connection;
+            try {
+                connection = listening.accept();
+            } catch (ClosedChannelException closed) {
+                return;
+            } catch (IOException e) {
+                LOG.warnf("engine socket: accept failed: %s", e.getMessage());
+                continue;
+            }
+            if (connections.size() >= MAX_CONNECTIONS) {
+                LOG.warnf("engine socket: refusing a connection, %d are open already", connections.size());
+                closeQuietly(connection);
+                continue;
+            }
+            connections.add(connection);
+            Thread.ofVirtual().name("pd-engine-conn-" + accepted.incrementAndGet()).start(() -> serve(connection));
+        }
+    }
+
+    private void serve(SocketChannel connection) {
+        boolean authenticated = !calls.helloRequired();
+        try (connection) {
+            for (byte[] frame; (frame = EngineSocketFrames.read(connection, maxFrame)) != null;) {
+                EngineSocketCalls.Reply reply;
+                JsonNode request = parse(frame);
+                if (request == null) {
+                    reply = EngineSocketCalls.Reply.of(Problem.of(400, "malformed-request", "Bad Request",
+                            "an engine socket frame holds one JSON object"), true);
+                } else if (!authenticated) {
+                    reply = calls.authenticate(request);
+                    authenticated = reply.status() == 200;
+                } else {
+                    reply = calls.handle(request);
+                }
+                EngineSocketFrames.write(connection, encode(reply));
+                if (reply.close()) {
+                    return;
+                }
+            }
+        } catch (EngineSocketFrames.BadFrame e) {
+            LOG.warnf("engine socket: closing a connection: %s", e.getMessage());
+        } catch (IOException e) {
+            LOG.debugf("engine socket: connection ended: %s", e.getMessage());
+        } finally {
+            connections.remove(connection);
+        }
+    }
+
+    private JsonNode parse(byte[] frame) {
+        try {
+            JsonNode node = json.readTree(frame);
+            return node != null && node.isObject() ? node : null;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private byte[] encode(EngineSocketCalls.Reply reply) throws JsonProcessingException {
+        var out = json.createObjectNode().put("status", reply.status());
+        if (reply.body() != null) {
+            out.set("body", json.valueToTree(reply.body()));
+        }
+        return json.writeValueAsBytes(out);
+    }
+
+    void stop(@Observes ShutdownEvent event) {
+        ServerSocketChannel listening = server;
+        if (listening == null) {
+            return;
+        }
+        closeQuietly(listening);
+        connections.forEach(EngineSocketServer::closeQuietly);
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            LOG.warnf("engine socket: could not remove %s: %s", path, e.getMessage());
+        }
+        path = null;
+    }
+
+    private static void closeQuietly(java.nio.channels.Channel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing: nothing more to do with it
+        }
+    }
+}

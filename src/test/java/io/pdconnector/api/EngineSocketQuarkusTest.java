@@ -1,0 +1,177 @@
+package io.pdconnector.api;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.endsWith;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.http.ContentType;
+import io.restassured.path.json.JsonPath;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The engine's pull and release over D's engine socket, on one instance in role both with real NIXL: the same
+ * answers as over HTTP, the same problems for bad input, and nothing held afterwards.
+ */
+@QuarkusTest
+class EngineSocketQuarkusTest {
+
+    @AfterEach
+    void nothingIsHeld() throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        JsonPath s = status();
+        while (!idle(s) && System.nanoTime() < deadline) {
+            Thread.sleep(20); // D's read notification reaches P's loop a moment after D answers
+            s = status();
+        }
+        assertTrue(idle(s), "still held: " + s.prettify());
+    }
+
+    private static JsonPath status() {
+        return given().get("/v1/status").then().statusCode(200).extract().jsonPath();
+    }
+
+    private static boolean idle(JsonPath s) {
+        return s.getInt("producer.leases_live") == 0 && s.getInt("producer.blocks_in_use") == 0
+                && s.getInt("consumer.pulls_live") == 0 && s.getInt("consumer.blocks_in_use") == 0;
+    }
+
+    private static Path socket() {
+        return Path.of(given().get("/v1/kv-layout").then().statusCode(200)
+                .body("engine_socket", endsWith("target/pd-shm-test/pd-pd-test.sock"))
+                .extract().<String>path("engine_socket"));
+    }
+
+    @Test
+    void kvLayoutNamesTheSocketOnlyItsOwnerAndGroupMayUse() throws IOException {
+        Path socket = socket();
+        assertTrue(socket.isAbsolute(), socket.toString());
+        assertEquals("rw-rw----", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
+    }
+
+    @Test
+    void anEnginePullsAndReleasesOverTheSocket() throws IOException {
+        Map<String, Object> params = prefill("es-1", 40);
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            assertEquals(1, d.call(Map.of("op", "hello")).body().get("protocol").asInt());
+
+            EngineSocketClient.Reply pulled = d.call(pull("es-1", 40, params, 0));
+
+            assertEquals(200, pulled.status(), pulled.body().toString());
+            assertEquals("received", pulled.body().get("state").asText());
+            assertEquals(3, pulled.body().get("block_ids").size());
+            assertTrue(pulled.body().at("/ranks/0/kv_file").asText().endsWith("pd-pd-test-d0.kv"));
+            assertTrue(pulled.body().at("/timings/pull_ms").asDouble() > 0);
+            assertTrue(pulled.body().path("kv_checksum").isMissingNode(), "no checksum unless asked for");
+            given().get("/v1/consumer/requests/es-1").then().statusCode(200);
+
+            assertEquals(204, d.call(release("es-1", 0)).status());
+
+            EngineSocketClient.Reply again = d.call(release("es-1", 0));
+            assertEquals(404, again.status());
+            assertEquals("es-1", again.body().get("request_id").asText());
+        }
+        given().get("/v1/consumer/requests/es-1").then().statusCode(404);
+    }
+
+    @Test
+    void aDeclinedPullIsTheHttpPullsProblem() throws IOException {
+        Map<String, Object> params = new HashMap<>(prefill("es-2", 20));
+        params.put("remote_engine_id", "nobody-knows-this-engine");
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            EngineSocketClient.Reply refused = d.call(pull("es-2", 20, params, 0));
+
+            assertEquals(409, refused.status());
+            given().contentType(ContentType.JSON).body(pull("es-2", 20, params, 0).get("body"))
+                    .post("/v1/consumer/pull").then().statusCode(409)
+                    .body("reason", org.hamcrest.Matchers.equalTo(refused.reason()));
+        } finally {
+            given().delete("/v1/producer/requests/es-2").then().statusCode(204);
+        }
+    }
+
+    @Test
+    void badRequestsGetAProblemAndTheConnectionGoesOn() throws IOException {
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            assertProblem(d.call(Map.of("op", "read-everything")), 400, EngineSocketCalls.UNKNOWN_OP);
+            assertProblem(d.call(Map.of("op", "pull", "body", "not an object")), 400, "invalid-argument");
+            Map<String, Object> noRank = new HashMap<>(pull("x", 4, Map.of("do_remote_prefill", true), 0));
+            ((Map<String, Object>) noRank.get("body")).remove("decode_rank");
+            assertProblem(d.call(noRank), 400, "invalid-decode-rank");
+            assertProblem(d.call(Map.of("op", "pull", "body", Map.of("request_id", "x", "token_ids", List.of(1)))),
+                    400, "validation-failed");
+            assertProblem(d.call(Map.of("op", "pull", "body", Map.of("request_id", "x", "token_ids", List.of(false),
+                    "kv_transfer_params", Map.of()))), 400, "malformed-request");
+            assertProblem(d.call(Map.of("op", "release")), 400, "invalid-argument");
+            assertProblem(d.call(Map.of("op", "release", "request_id", "x", "decode_rank", "zero")), 400,
+                    "invalid-decode-rank");
+            assertProblem(d.call(release("nobody", 0)), 404, "unknown-request");
+            assertProblem(d.call(release("nobody", 7)), 400, "invalid-decode-rank");
+
+            assertEquals(200, d.call(Map.of("op", "hello")).status());
+        }
+    }
+
+    @Test
+    void aFrameThatIsNotJsonIsAnsweredThenTheConnectionCloses() throws IOException {
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            d.sendRaw("{not json".getBytes(StandardCharsets.UTF_8));
+
+            assertProblem(d.receive(), 400, "malformed-request");
+            assertTrue(d.closedByServer());
+        }
+    }
+
+    @Test
+    void aFrameLengthOutOfBoundsClosesTheConnectionUnanswered() throws IOException {
+        for (int length : new int[] {0, -1, 4 * 1024 * 1024 + 1}) {
+            try (EngineSocketClient d = new EngineSocketClient(socket())) {
+                d.sendFrame(length, new byte[0]);
+
+                assertTrue(d.closedByServer(), "length " + length);
+            }
+        }
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            assertEquals(200, d.call(Map.of("op", "hello")).status(), "the socket still serves");
+        }
+    }
+
+    private static void assertProblem(EngineSocketClient.Reply reply, int status, String reason) {
+        assertEquals(status, reply.status(), reply.body().toString());
+        assertEquals(reason, reply.reason(), reply.body().toString());
+        assertFalse(reply.body().path("detail").asText().isBlank(), reply.body().toString());
+    }
+
+    private static Map<String, Object> prefill(String id, int tokens) {
+        given().contentType(ContentType.JSON).body(Map.of("request_id", id, "num_tokens", tokens,
+                "kv_transfer_params", Map.of("do_remote_decode", true))).post("/v1/producer/requests")
+                .then().statusCode(201);
+        return given().post("/v1/producer/requests/" + id + "/finish").then().statusCode(200)
+                .extract().path("kv_transfer_params");
+    }
+
+    static Map<String, Object> pull(String id, int tokens, Map<String, Object> params, int rank) {
+        Map<String, Object> body = new HashMap<>();
+        body.put("request_id", id);
+        body.put("token_ids", IntStream.range(0, tokens).map(i -> (i * 131 + 7) % 1000).boxed().toList());
+        body.put("kv_transfer_params", params);
+        body.put("decode_rank", rank);
+        return Map.of("op", "pull", "body", body);
+    }
+
+    static Map<String, Object> release(String id, int rank) {
+        return Map.of("op", "release", "request_id", id, "decode_rank", rank);
+    }
+}
