@@ -3,6 +3,8 @@ package io.pdconnector.api;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.pdconnector.config.PdConfig;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -46,13 +48,17 @@ public class EngineSocketServer {
     private final int maxFrame;
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
     private final AtomicLong accepted = new AtomicLong();
+    private final MeterRegistry meters;
+    /** One counter per (op, status): as few as the ops and their answers. */
+    private final ConcurrentHashMap<String, Counter> requests = new ConcurrentHashMap<>();
     private volatile ServerSocketChannel server;
     private volatile Path path;
 
-    EngineSocketServer(PdConfig config, EngineSocketCalls calls, ObjectMapper json) {
+    EngineSocketServer(PdConfig config, EngineSocketCalls calls, ObjectMapper json, MeterRegistry meters) {
         this.config = config;
         this.calls = calls;
         this.json = json;
+        this.meters = meters;
         this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.http().maxJsonBody().asLongValue());
     }
 
@@ -156,6 +162,7 @@ public class EngineSocketServer {
                 } else {
                     reply = calls.handle(request);
                 }
+                count(request, reply);
                 EngineSocketFrames.write(connection, encode(reply));
                 if (reply.close()) {
                     return;
@@ -168,6 +175,18 @@ public class EngineSocketServer {
         } finally {
             connections.remove(connection);
         }
+    }
+
+    /** {@code pd_engine_socket_requests_total{op, status}}: what HTTP's server metrics would have counted. */
+    private void count(JsonNode request, EngineSocketCalls.Reply reply) {
+        String op = request == null ? "none" : switch (request.path("op").asText()) {
+            case "hello", "pull", "release" -> request.path("op").asText();
+            default -> "other";
+        };
+        String status = Integer.toString(reply.status());
+        requests.computeIfAbsent(op + ' ' + status, k -> Counter.builder("pd_engine_socket_requests")
+                .description("Requests on D's engine socket, by op and the status answered")
+                .tag("op", op).tag("status", status).register(meters)).increment();
     }
 
     private JsonNode parse(byte[] frame) {

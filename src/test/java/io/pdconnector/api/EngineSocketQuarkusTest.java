@@ -83,6 +83,9 @@ class EngineSocketQuarkusTest {
             assertEquals(404, again.status());
             assertEquals("es-1", again.body().get("request_id").asText());
         }
+        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        assertTrue(metrics.contains("pd_engine_socket_requests_total{op=\"pull\",status=\"200\"}"), metrics);
+        assertTrue(metrics.contains("pd_engine_socket_requests_total{op=\"release\",status=\"204\"}"), metrics);
         given().get("/v1/consumer/requests/es-1").then().statusCode(404);
     }
 

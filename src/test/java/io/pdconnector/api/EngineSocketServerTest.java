@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pdconnector.auth.TokenTable;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.config.PdConfigs;
@@ -33,7 +34,7 @@ class EngineSocketServerTest {
 
     private static EngineSocketServer server(PdConfig config) {
         return new EngineSocketServer(config, new EngineSocketCalls(null, null, TokenTable.of(false, Map.of()), null),
-                new ObjectMapper());
+                new ObjectMapper(), new SimpleMeterRegistry());
     }
 
     @Test
