@@ -3,15 +3,17 @@
 against what it cannot do without: pd-connector's own pull_ms plus one memcpy of the same bytes.
 
     JAVA_HOME=... PD_NIXL_HOME=.../nixl-cu12-1.5.1 PYTHONPATH=integrations/vllm \\
-        <vLLM venv>/bin/python bench/d_load_bench.py [--geometry tiny,qwen] [--prompts 300,4096] [--n 100]
+        <vLLM venv>/bin/python bench/d_load_bench.py [--geometry tiny,qwen] [--prompts 300,4096] [--n 100] \\
+        [--channel both|http|socket]
 
 Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
 prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
 (``PdWorker._pull_and_copy``, what a load thread runs), split into the pull as the plugin sees it, the copy and
-the release. For reference it then times the previous engine path on as many pulls of the same size, in a loop
+the release; over HTTP and over D's engine socket (the path D's kv-layout names), loads taking turns, one row each
+(``--channel``). For reference it then times the previous engine path on as many pulls of the same size, in a loop
 of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
-between two contiguous buffers, on the load thread. Prints one row per geometry and prompt length
+between two contiguous buffers, on the load thread. Prints one row per geometry, prompt length and channel
 (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
 from __future__ import annotations
@@ -47,6 +49,7 @@ GEOMETRIES = {  # layers, KV heads, head dim; bf16, vLLM's CPU block of 128 toke
 }
 BLOCK_TOKENS = 128
 PD_BLOCKS = 96
+CHANNELS = {"both": ("http", "socket"), "http": ("http",), "socket": ("socket",)}  # --channel -> each D worker's pd_engine_channel
 
 
 def free_port() -> int:
@@ -150,7 +153,7 @@ def read_out(url: str, request_id: str) -> bytes:
         conn.close()
 
 
-def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dict]:
+def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: tuple[str, ...]) -> list[dict]:
     layers, heads, dim = GEOMETRIES[name]
     work = Path(tempfile.mkdtemp(prefix="pd-dload-bench-", dir="/dev/shm"))
     services = []
@@ -162,12 +165,22 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dic
         services.append(d)
         d.lists(f"bench-{name}-p")
         nb = max(prompts) // BLOCK_TOKENS + 2
-        p_client, d_client = PdClient(p.url), TimedClient(d.url)
-        p_worker, d_worker = PdWorker(p_client, 0, 1, 1), PdWorker(d_client, 0, 1, 1)
+        p_client, d_http = PdClient(p.url), PdClient(d.url)
+        p_worker = PdWorker(p_client, 0, 1, 1)
         p_worker.register(caches(layers, heads, dim, nb, seed=1), p_client.kv_layout())
-        d_kv = caches(layers, heads, dim, nb, seed=None)
-        layout = d_client.kv_layout()
-        d_worker.register(d_kv, layout)
+        layout = d_http.kv_layout()
+        if "socket" in channels and not layout.get("engine_socket"):
+            raise RuntimeError("D's kv-layout names no engine socket (pd.engine-socket.enabled=false, or a jar "
+                               "without it): run with --channel http")
+        # One D worker per channel, registered as the plugin registers: engine_channel=socket makes it
+        # use_engine_socket(kv-layout's engine_socket), and fails loudly if that cannot be reached.
+        d_side = {}
+        for ch in channels:
+            client = TimedClient(d.url)
+            worker = PdWorker(client, 0, 1, 1, engine_channel=ch)
+            worker.register(caches(layers, heads, dim, nb, seed=None), layout)
+            assert client.engine_socket == (layout["engine_socket"] if ch == "socket" else None)
+            d_side[ch] = (client, worker)
         seq = 0
 
         def prefill(tokens: int) -> tuple[str, list[int], dict]:
@@ -187,56 +200,67 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int) -> list[dic
             src, dst = torch.empty(nbytes, dtype=torch.uint8), torch.empty(nbytes, dtype=torch.uint8)
             src.fill_(1)
             dst.fill_(0)
-            load, pull, pd_pull, copy, release, memcpy, http_path, http_pd_pull = [], [], [], [], [], [], [], []
+            keys = ("load", "pull", "pd_pull", "copy", "release", "memcpy")
+            samples = {ch: {k: [] for k in keys} for ch in channels}
+            # The channels take turns, load by load, so drift on this machine (the JIT, other work) weighs on
+            # both alike.
             for i in range(warmup + n):
-                rid, ids, params = prefill(tokens)
-                spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
-                t0 = time.perf_counter()
-                reason = d_worker._pull_and_copy(spec)
-                t_load = time.perf_counter() - t0
-                if reason is not None:
-                    raise RuntimeError(f"load of {rid} failed: {reason}")
-                reply, t_pull, t_release = d_client.last_reply, d_client.pull_s, d_client.release_s
-                t1 = time.perf_counter()
-                ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
-                t_memcpy = time.perf_counter() - t1
-                if i < warmup:
-                    continue
-                load.append(1000 * t_load)
-                pd_pull.append(float(reply["timings"]["pull_ms"]))
-                pull.append(1000 * t_pull)
-                release.append(1000 * t_release)
-                copy.append(1000 * (t_load - t_pull - t_release))
-                memcpy.append(1000 * t_memcpy)
+                for ch, (d_client, d_worker) in d_side.items():
+                    rid, ids, params = prefill(tokens)
+                    spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
+                    t0 = time.perf_counter()
+                    reason = d_worker._pull_and_copy(spec)
+                    t_load = time.perf_counter() - t0
+                    if reason is not None:
+                        raise RuntimeError(f"load of {rid} over {ch} failed: {reason}")
+                    reply, t_pull, t_release = d_client.last_reply, d_client.pull_s, d_client.release_s
+                    t1 = time.perf_counter()
+                    ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
+                    t_memcpy = time.perf_counter() - t1
+                    if i < warmup:
+                        continue
+                    xs = samples[ch]
+                    xs["load"].append(1000 * t_load)
+                    xs["pd_pull"].append(float(reply["timings"]["pull_ms"]))
+                    xs["pull"].append(1000 * t_pull)
+                    xs["release"].append(1000 * t_release)
+                    xs["copy"].append(1000 * (t_load - t_pull - t_release))
+                    xs["memcpy"].append(1000 * t_memcpy)
             # the previous engine path, in a loop of its own (its 48 MiB bodies would load D's JVM and the
-            # memory bus under the loads above): the pull, then the KV as an HTTP body
+            # memory bus under the loads above): the pull over HTTP, then the KV as an HTTP body
+            http_path, http_pd_pull = [], []
             for i in range(warmup + n):
                 rid, ids, params = prefill(tokens)
                 t2 = time.perf_counter()
-                reply2 = d_client.pull(rid, ids, params, 0)
+                reply2 = d_http.pull(rid, ids, params, 0)
                 body = read_out(d.url, rid)
                 t_http = time.perf_counter() - t2
                 assert len(body) == nbytes
                 if i >= warmup:
                     http_path.append(1000 * t_http)
                     http_pd_pull.append(float(reply2["timings"]["pull_ms"]))
-            floor = [a + b for a, b in zip(pd_pull, memcpy)]
-            row = {"geometry": name, "tokens": tokens, "blocks": blocks, "mib": nbytes / 2**20, "n": n}
-            for key, xs in (("load", load), ("pd_pull", pd_pull), ("memcpy", memcpy), ("floor", floor),
-                            ("pull", pull), ("copy", copy), ("release", release), ("http_path", http_path), ("http_pd_pull", http_pd_pull)):
-                row[key] = {"p50": statistics.median(xs), "p90": pct(xs, 0.9)}
-            row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
-            row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(load, floor))
-            rows.append(row)
-            print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB | load p50 {row['load']['p50']:7.2f} "
-                  f"p90 {row['load']['p90']:7.2f} | pd pull_ms p50 {row['pd_pull']['p50']:6.2f} + memcpy "
-                  f"{row['memcpy']['p50']:6.2f} = {row['floor']['p50']:7.2f} | ratio {row['ratio_p50']:.2f} "
-                  f"(per pull {row['ratio_each_p50']:.2f}) | plugin's pull {row['pull']['p50']:.2f} copy "
-                  f"{row['copy']['p50']:.2f} release {row['release']['p50']:.2f} | old path "
-                  f"(pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 {row['http_path']['p90']:7.2f}",
-                  flush=True)
+            for ch in channels:
+                xs = dict(samples[ch], http_path=http_path, http_pd_pull=http_pd_pull)
+                xs["floor"] = [a + b for a, b in zip(xs["pd_pull"], xs["memcpy"])]
+                row = {"geometry": name, "tokens": tokens, "channel": ch, "blocks": blocks, "mib": nbytes / 2**20,
+                       "n": n}
+                for key in ("load", "pd_pull", "memcpy", "floor", "pull", "copy", "release", "http_path",
+                            "http_pd_pull"):
+                    row[key] = {"p50": statistics.median(xs[key]), "p90": pct(xs[key], 0.9)}
+                row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
+                row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(xs["load"], xs["floor"]))
+                rows.append(row)
+                print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB {ch:6s} | load p50 "
+                      f"{row['load']['p50']:7.2f} p90 {row['load']['p90']:7.2f} | pd pull_ms p50 "
+                      f"{row['pd_pull']['p50']:6.2f} + memcpy {row['memcpy']['p50']:6.2f} = {row['floor']['p50']:7.2f} "
+                      f"| ratio {row['ratio_p50']:.2f} (per pull {row['ratio_each_p50']:.2f}) | plugin's pull "
+                      f"{row['pull']['p50']:.2f} copy {row['copy']['p50']:.2f} release {row['release']['p50']:.2f} "
+                      f"| old path (pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 "
+                      f"{row['http_path']['p90']:7.2f}", flush=True)
         p_worker.shutdown()
-        d_worker.shutdown()
+        for _, worker in d_side.values():
+            worker.shutdown()
+        d_http.close()
     finally:
         for s in reversed(services):
             s.stop()
@@ -251,11 +275,13 @@ def main() -> None:
     ap.add_argument("--prompts", default="300,4096")
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--channel", choices=sorted(CHANNELS), default="both",
+                    help="how the plugin's pull and release reach D's pd-connector: one row per channel")
     a = ap.parse_args()
     rows = []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; all times ms", flush=True)
     for g in a.geometry.split(","):
-        rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup)
+        rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup, CHANNELS[a.channel])
     out = REPO / "target/d-load-bench.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))

@@ -1,6 +1,7 @@
-"""HTTP client for the pd-connector service beside a vLLM instance.
+"""Client for the pd-connector service beside a vLLM instance: HTTP, and on D, once
+:meth:`PdClient.use_engine_socket` was called, D's engine socket for the pull and the release.
 
-Every call has a timeout. One keep-alive connection per thread (the scheduler thread, the worker
+Every call has a timeout. One keep-alive connection per thread and channel (the scheduler thread, the worker
 thread and each load thread use their own), so no connection is shared across threads.
 Errors are one exception type carrying the HTTP status and pd-connector's machine-readable reason.
 """
@@ -13,20 +14,10 @@ import threading
 import urllib.parse
 from typing import Any
 
+from .engine_socket import EngineSocket
+from .errors import PdError, problem_of
 
-class PdError(Exception):
-    """A call to pd-connector that did not succeed.
-
-    ``status`` is the HTTP status (0 when no answer came: refused, reset, timed out) and ``reason``
-    pd-connector's reason token (``lease_mismatch``, ``no-free-blocks``, ...) or a local one
-    (``unreachable``, ``timeout``, ``bad-answer``).
-    """
-
-    def __init__(self, status: int, reason: str, detail: str):
-        super().__init__(f"pd-connector {status or 'no answer'} {reason}: {detail}")
-        self.status = status
-        self.reason = reason
-        self.detail = detail
+__all__ = ["PdClient", "PdError"]
 
 
 class PdClient:
@@ -47,6 +38,7 @@ class PdClient:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[http.client.HTTPConnection] = []
+        self._engine: EngineSocket | None = None
         self.base_url = base_url
 
     # ---- P side -------------------------------------------------------------------------------
@@ -74,16 +66,43 @@ class PdClient:
         """D's pull of P's KV for the vLLM worker of TP rank ``decode_rank``: every worker of the instance asks
         with its rank and joins the one pull (one set of READs, one lease check over every P rank). The reply
         says where D's pd-connector holds the KV (``block_ids`` in each rank's ``ranks[].kv_file``) until every
-        rank's :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``."""
+        rank's :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``.
+
+        Over D's engine socket once :meth:`use_engine_socket` was called, else ``POST /v1/consumer/pull``."""
         body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params,
                 "decode_rank": decode_rank}
+        if self._engine is not None:
+            return self._engine.request({"op": "pull", "body": body}, self.pull_timeout_s, expect=200)
         return self._json("POST", "/v1/consumer/pull", body, self.pull_timeout_s, expect=(200,))
 
     def release(self, request_id: str, decode_rank: int) -> None:
         """This rank is done with the pull (an undecided pull is aborted for every rank); D frees its blocks once
-        every rank released. 404 if the pull is gone already."""
+        every rank released. 404 if the pull is gone already.
+
+        Over D's engine socket once :meth:`use_engine_socket` was called, else
+        ``DELETE /v1/consumer/requests/{id}?decode_rank=``."""
+        if self._engine is not None:
+            self._engine.request({"op": "release", "request_id": request_id, "decode_rank": int(decode_rank)},
+                                 self.timeout_s, expect=204)
+            return
         self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}?decode_rank={int(decode_rank)}", None,
                    self.timeout_s, expect=(204,))
+
+    def use_engine_socket(self, path: str) -> None:
+        """From now on :meth:`pull` and :meth:`release` go over D's engine socket at ``path`` (what
+        ``GET /v1/kv-layout`` names ``engine_socket``); every other call stays HTTP. Connects and says hello
+        now, within ``timeout_s``: PdError when D's pd-connector does not take the connection, and then the
+        client stays as it was."""
+        engine = EngineSocket(path, self._token)
+        engine.probe(self.timeout_s)
+        previous, self._engine = self._engine, engine
+        if previous is not None:
+            previous.close()
+
+    @property
+    def engine_socket(self) -> str | None:
+        """The engine socket's path while pull and release go over it, else None (HTTP)."""
+        return self._engine.path if self._engine is not None else None
 
     # ---- both ---------------------------------------------------------------------------------
 
@@ -91,11 +110,13 @@ class PdClient:
         return self._json("GET", "/v1/kv-layout", None, self.timeout_s, expect=(200,))
 
     def close(self) -> None:
-        """Closes every connection any thread opened."""
+        """Closes every connection any thread opened, HTTP and engine socket."""
         with self._lock:
             conns, self._connections = self._connections, []
         for c in conns:
             c.close()
+        if self._engine is not None:
+            self._engine.close()
 
     # ---- plumbing -----------------------------------------------------------------------------
 
@@ -189,9 +210,9 @@ def _quote(request_id: str) -> str:
 def _problem(data: bytes) -> tuple[str, str]:
     """pd-connector's problem document -> (reason, detail); anything else -> ('http-error', text)."""
     try:
-        doc = json.loads(data)
-        if isinstance(doc, dict) and isinstance(doc.get("reason"), str):
-            return doc["reason"], str(doc.get("detail", ""))
+        found = problem_of(json.loads(data))
+        if found is not None:
+            return found
     except ValueError:
         pass
     return "http-error", data[:300].decode("utf-8", "replace")

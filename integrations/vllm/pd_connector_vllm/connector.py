@@ -21,6 +21,9 @@ key                           default    meaning
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
 ``pd_credit_wait_s``          10         P: how long a request waits (unscheduled) for its share of the grant
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
+``pd_engine_channel``         auto       D: pull and release over D's engine socket (Unix domain socket) when
+                                         kv-layout names one (``auto``), always (``socket``: start-up fails
+                                         without one) or never (``http``)
 ============================  =========  ================================================================
 
 What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``fail`` or
@@ -50,7 +53,7 @@ from .control import PdControl
 from .parallel import Parallelism, tp_rank
 from .scheduler import PdScheduler
 from .specs import StepPlan
-from .worker import PdWorker
+from .worker import ENGINE_CHANNELS, PdWorker
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -81,6 +84,7 @@ class PdSettings:
     credit_blocks: int = 0
     credit_leases: int = 0
     credit_wait_s: float = 10.0
+    engine_channel: str = "auto"
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -97,7 +101,7 @@ class PdSettings:
                 float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
                 str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"),
                 int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)),
-                float(extra.get("pd_credit_wait_s", 10)))
+                float(extra.get("pd_credit_wait_s", 10)), str(extra.get("pd_engine_channel", "auto")))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads),
                             ("pd_credit_wait_s", s.credit_wait_s)):
@@ -106,6 +110,9 @@ class PdSettings:
         for name, value in (("pd_credit_blocks", s.credit_blocks), ("pd_credit_leases", s.credit_leases)):
             if value < 0:
                 raise ValueError(f"kv_connector_extra_config.{name} must be 0 (auto) or positive, got {value}")
+        if s.engine_channel not in ENGINE_CHANNELS:
+            raise ValueError(f"kv_connector_extra_config.pd_engine_channel must be one of "
+                             f"{', '.join(ENGINE_CHANNELS)}, got {s.engine_channel!r}")
         return s
 
     def control(self, layout: dict[str, Any]) -> PdControl | None:
@@ -182,7 +189,8 @@ class PdConnector(KVConnectorBase_V1):
         else:
             rank = tp_rank() if parallelism.tp_size > 1 else 0
             self._worker = PdWorker(settings.client(), tp_rank=rank, tp_size=parallelism.tp_size,
-                                    load_threads=settings.load_threads, timing_level=settings.timing_level())
+                                    load_threads=settings.load_threads, timing_level=settings.timing_level(),
+                                    engine_channel=settings.engine_channel)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 
     # ---- worker side --------------------------------------------------------------------------

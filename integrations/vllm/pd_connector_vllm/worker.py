@@ -11,6 +11,9 @@ blocks from D's shared KV file into vLLM's blocks and releases its rank (D frees
 did); ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
 every worker reported it, and failed when any worker failed it.
 
+On D the pull and the release go over D's engine socket (a Unix domain socket, ``engine_socket``) when kv-layout
+names one and ``pd_engine_channel`` allows it, else over HTTP (:meth:`PdWorker.register` chooses).
+
 Where the blocks are is kv_places': the rank's KV file (pd.kv.memory=dram), or, when kv-layout shares a VRAM
 pool for the rank, that pool over CUDA IPC, with each copy waited for before the save returns (P) or the load
 is released and reported (D).
@@ -34,6 +37,8 @@ from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
 
+ENGINE_CHANNELS = ("auto", "socket", "http")  # kv_connector_extra_config.pd_engine_channel
+
 
 @dataclass
 class LoadResults:
@@ -44,8 +49,11 @@ class LoadResults:
 class PdWorker:
 
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
-                 timing_level: int = logging.DEBUG):
+                 timing_level: int = logging.DEBUG, engine_channel: str = "auto"):
+        if engine_channel not in ENGINE_CHANNELS:
+            raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
+        self._channel = engine_channel
         self._rank = tp_rank
         self._tp = tp_size
         self._layers: list[torch.Tensor] = []
@@ -61,7 +69,8 @@ class PdWorker:
                  pool_kv=PoolKv) -> None:
         """Checks vLLM's caches against pd-connector's geometry (GeometryMismatch if they differ) and opens the
         place of this rank's blocks: the VRAM pool when kv-layout shares pools (then vLLM's attention
-        ``backend`` name decides the copies' layout, gpu_layout), else the KV file."""
+        ``backend`` name decides the copies' layout, gpu_layout), else the KV file. On D, chooses the channel
+        of the pulls and releases (RuntimeError when ``pd_engine_channel`` cannot be met)."""
         ordered = order_layers(kv_caches)
         geometry = PdGeometry.from_layout(layout)
         layers = [t for _, t in ordered]
@@ -83,6 +92,30 @@ class PdWorker:
                  "pd-connector %s (%s); blocks in %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
                  geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
                  layout.get("role"), copies)
+        if layout.get("role") in ("consumer", "both"):
+            self._choose_channel(layout)
+
+    def _choose_channel(self, layout: dict) -> None:
+        """The engine socket kv-layout names, unless pd_engine_channel is http. Never HTTP in its stead when
+        the socket is named but cannot be reached: that hides a broken deployment behind slower loads."""
+        setting = f"kv_connector_extra_config.pd_engine_channel={self._channel}"
+        path = layout.get("engine_socket")
+        if self._channel == "http" or (self._channel == "auto" and not path):
+            log.info("pd-connector plugin, TP rank %d: pulls and releases over HTTP (%s; kv-layout names %s)",
+                     self._rank, setting, f"the engine socket {path}" if path else "no engine socket")
+            return
+        if not path:
+            raise RuntimeError(f"{setting}, but pd-connector's kv-layout names no engine socket (pd-connector too "
+                               "old, or pd.engine-socket.enabled=false): turn it on, or set pd_engine_channel to "
+                               "auto or http")
+        try:
+            self._client.use_engine_socket(str(path))
+        except PdError as e:
+            raise RuntimeError(f"D's engine socket {path}, named by pd-connector's kv-layout, cannot be reached "
+                               f"({setting}): {e}. Is this worker on pd-connector's host, with access to the "
+                               "socket (mode 0660)? pd_engine_channel=http keeps the pulls on HTTP") from e
+        log.info("pd-connector plugin, TP rank %d: pulls and releases over the engine socket %s (%s)",
+                 self._rank, path, setting)
 
     # ---- P ------------------------------------------------------------------------------------
 

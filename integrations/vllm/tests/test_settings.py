@@ -36,6 +36,19 @@ def test_the_engine_token_comes_from_the_config_or_the_environment(monkeypatch):
         "in-the-config-0123456"
 
 
+@pytest.mark.parametrize("channel", ["auto", "socket", "http"])
+def test_the_engine_channel_is_auto_unless_set(channel):
+    assert PdSettings.from_extra({"pd_url": "http://x:1"}).engine_channel == "auto"
+    assert PdSettings.from_extra({"pd_url": "http://x:1", "pd_engine_channel": channel}).engine_channel == channel
+
+
+@pytest.mark.parametrize("channel", ["unix", "Socket", "", None])
+def test_any_other_engine_channel_is_refused_naming_the_setting(channel):
+    with pytest.raises(ValueError, match="kv_connector_extra_config.pd_engine_channel must be one of auto, socket, "
+                                         "http"):
+        PdSettings.from_extra({"pd_url": "http://x:1", "pd_engine_channel": channel})
+
+
 def test_a_url_that_is_not_http_is_refused():
     with pytest.raises(ValueError, match="pd_url"):
         PdSettings.from_extra({"pd_url": "127.0.0.1:8081"}).client()

@@ -5,16 +5,19 @@ goes into the file, and no thread outlives shutdown."""
 import logging
 import os
 import re
+import socket
 import threading
 import time
 
+import pytest
 import torch
 
-from pd_connector_vllm.client import PdError
+from pd_connector_vllm.client import PdClient, PdError
 from pd_connector_vllm.layout import write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
+from engine_socket_server import FakeEngineSocket
 from fakes import FakeClient
 
 L, H, T, D, NB = 2, 2, 4, 8, 6
@@ -294,3 +297,95 @@ def test_a_tp_worker_on_p_writes_its_heads_into_its_ranks_file(tmp_path):
     w.save([SaveSpec("r2", "r2", [1], [0], 3, [(str(files[0]), 4 * LAYOUT["block_bytes"])], "g2")])
     assert w._client.calls == [("batch", {"returns": ["g2"]})], "a grant naming one rank's file cannot serve TP 2"
     w.shutdown()
+
+
+# ---- the channel of D's pulls and releases: D's engine socket or HTTP (pd_engine_channel) ----
+
+@pytest.fixture
+def engine(tmp_path):
+    server = FakeEngineSocket(tmp_path / "pd-d0.sock")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def http_nowhere():
+    """A PdClient whose HTTP calls are refused (bound, never listening): what it does, it does over the socket."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        client = PdClient(f"http://127.0.0.1:{s.getsockname()[1]}", timeout_s=2)
+        yield client
+        client.close()
+
+
+def test_under_auto_d_loads_over_the_engine_socket_kv_layout_names(tmp_path, engine, http_nowhere, caplog):
+    p_layers, pd = p_kv()
+    engine.answers.update(pull={"status": 200, "body": d_file(tmp_path / "pd-d-d0.kv", pd, fill=7.0)},
+                          release={"status": 204})
+    w = PdWorker(http_nowhere, tp_rank=0, tp_size=1, load_threads=1)
+    kv = caches()
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.register(kv, dict(LAYOUT, engine_socket=engine.path))
+    assert f"pulls and releases over the engine socket {engine.path} " \
+           "(kv_connector_extra_config.pd_engine_channel=auto)" in caplog.text
+    w.start_loads([load()], [])
+    r = results_within(w)
+    assert r.finished == {"req-d"} and r.failed == {}
+    for l, t in enumerate(kv.values()):
+        assert torch.equal(t[5], p_layers[l][2]) and torch.equal(t[1], p_layers[l][4])
+    w.shutdown()
+    assert [r["op"] for r in engine.requests()] == ["hello", "hello", "pull", "release"]   # the probe, the load thread
+    assert engine.requests("pull")[0]["body"]["decode_rank"] == 0
+    assert engine.requests("release") == [{"op": "release", "request_id": "req-d", "decode_rank": 0}]
+
+
+def test_under_auto_without_an_engine_socket_d_stays_on_http(http_nowhere, caplog):
+    w = PdWorker(http_nowhere, tp_rank=0, tp_size=1, load_threads=1)
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.register(caches(), LAYOUT)
+    assert http_nowhere.engine_socket is None
+    assert "pulls and releases over HTTP (kv_connector_extra_config.pd_engine_channel=auto; kv-layout names " \
+           "no engine socket)" in caplog.text
+    w.shutdown()
+
+
+def test_under_http_d_never_touches_the_engine_socket(engine, http_nowhere, caplog):
+    w = PdWorker(http_nowhere, tp_rank=0, tp_size=1, load_threads=1, engine_channel="http")
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.register(caches(), dict(LAYOUT, engine_socket=engine.path))
+    assert http_nowhere.engine_socket is None and engine.connections == []
+    assert "pulls and releases over HTTP (kv_connector_extra_config.pd_engine_channel=http" in caplog.text
+    w.shutdown()
+
+
+def test_under_socket_start_up_fails_when_kv_layout_names_no_engine_socket(http_nowhere):
+    w = PdWorker(http_nowhere, tp_rank=0, tp_size=1, load_threads=1, engine_channel="socket")
+    with pytest.raises(RuntimeError, match="pd_engine_channel=socket, but pd-connector's kv-layout names no "
+                                           "engine socket"):
+        w.register(caches(), LAYOUT)
+    w.shutdown()
+
+
+@pytest.mark.parametrize("channel", ["auto", "socket"])
+def test_a_named_engine_socket_that_cannot_be_reached_fails_start_up_naming_it(tmp_path, http_nowhere, channel):
+    """Never HTTP in its stead: a D that cannot reach its socket is a broken deployment, not a slower one."""
+    gone = str(tmp_path / "pd-gone.sock")
+    w = PdWorker(http_nowhere, tp_rank=0, tp_size=1, load_threads=1, engine_channel=channel)
+    with pytest.raises(RuntimeError) as e:
+        w.register(caches(), dict(LAYOUT, engine_socket=gone))
+    assert gone in str(e.value) and f"pd_engine_channel={channel}" in str(e.value)
+    assert http_nowhere.engine_socket is None
+    w.shutdown()
+
+
+def test_p_ignores_the_engine_channel():
+    client = FakeClient()   # it has no use_engine_socket: any attempt would fail the test
+    w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, engine_channel="socket")
+    w.register(caches(), dict(LAYOUT, role="producer", engine_socket="/nonexistent/pd.sock"))
+    w.shutdown()
+    assert client.names() == ["close"]
+
+
+def test_an_unknown_engine_channel_is_refused():
+    with pytest.raises(ValueError, match="pd_engine_channel"):
+        PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, engine_channel="unix")
