@@ -76,10 +76,10 @@ def outcomes_of(worker, request_ids, seconds=30.0):
         time.sleep(0.01)
 
 
-def load_on_d(pd, spec, client=None):
+def load_on_d(pd, spec, client=None, engine_channel="auto"):
     client = client or PdClient(pd.url)
     d_kv = vllm_caches()
-    worker = PdWorker(client, 0, 1, 1)
+    worker = PdWorker(client, 0, 1, 1, engine_channel=engine_channel)
     worker.register(d_kv, client.kv_layout())
     worker.start_loads([spec], [])
     results = outcomes_of(worker, [spec.request_id])
@@ -107,9 +107,42 @@ def d_holds(service):
     return d["pulls_live"], d["blocks_in_use"]
 
 
+def socket_requests(service):
+    """D's own count of the requests its engine socket served, by (op, status), from /q/metrics."""
+    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
+        text = r.read().decode()
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r"pd_engine_socket_requests_total\{(.*)\} (\S+)$", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            counts[(labels.get("op"), labels.get("status"))] = float(m.group(2))
+    return counts
+
+
+def delta(after, before, key):
+    return after.get(key, 0) - before.get(key, 0)
+
+
 KV_READOUT = ("GET", "/v1/consumer/requests/{id}/kv")
 RELEASE = ("DELETE", "/v1/consumer/requests/{id}")
 PULL = ("POST", "/v1/consumer/pull")
+
+
+def test_with_pd_engine_channel_http_the_same_load_goes_over_http(pd):
+    p_kv = vllm_caches(seed=12)
+    params = produce(pd, "plug-h", p_kv, [6, 2, 4], 10)
+    before, socket_before = http_requests(pd), socket_requests(pd)
+    results, d_kv = load_on_d(pd, LoadSpec("plug-h-d", "plug-h-d", list(range(10)), params, [1, 7, 3], 0),
+                              engine_channel="http")
+    after, socket_after = http_requests(pd), socket_requests(pd)
+    assert results.finished == {"plug-h-d"} and results.failed == {}
+    assert delta(after, before, PULL) == delta(after, before, RELEASE) == 1, after
+    assert delta(socket_after, socket_before, ("pull", "200")) == 0, socket_after
+    for name, t in d_kv.items():
+        for p_block, d_block in ((6, 1), (2, 7), (4, 3)):
+            assert torch.equal(t[d_block], p_kv[name][p_block]), (name, p_block)
+    assert d_holds(pd) == (0, 0)
 
 
 def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_unchanged(pd):
@@ -117,15 +150,17 @@ def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_
     params = produce(pd, "plug-1", p_kv, [6, 2, 4], 10)
     assert params["do_remote_prefill"] is True and params["remote_num_tokens"] == 10
     assert "remote_lease_slot" in params and "remote_lease_nonce" in params
-    before = http_requests(pd)
+    before, socket_before = http_requests(pd), socket_requests(pd)
     results, d_kv = load_on_d(pd, LoadSpec("plug-1-d", "plug-1-d", list(range(10)), params, [1, 7, 3], 0))
-    after = http_requests(pd)
+    after, socket_after = http_requests(pd), socket_requests(pd)
     assert results.finished == {"plug-1-d"} and results.failed == {}
-    # the KV came out of D's shared file: D served the pull and its release, and no read-out
+    # the KV came out of D's shared file: D served the pull and its release on its engine socket, no KV
+    # read-out and no HTTP pull or release
     assert (pd.shm_dir / "pd-pd-plugin-test-d0.kv").stat().st_size == 32 * L * 2 * H * T * D * 4
     assert after.get(KV_READOUT, 0) == before.get(KV_READOUT, 0) == 0, after
-    assert after.get(PULL, 0) - before.get(PULL, 0) == 1, after
-    assert after.get(RELEASE, 0) - before.get(RELEASE, 0) == 1, after
+    assert delta(after, before, PULL) == delta(after, before, RELEASE) == 0, after
+    assert delta(socket_after, socket_before, ("pull", "200")) == 1, socket_after
+    assert delta(socket_after, socket_before, ("release", "204")) == 1, socket_after
     assert d_holds(pd) == (0, 0), "released: D's blocks are free again"
     p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
     for l in range(L):   # whole blocks, the last one too: a plane's interior is the attention kernel's
@@ -308,7 +343,7 @@ def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_
                          [(x["kv_file"], x["region_bytes"]) for x in r["ranks"]])])
         w.shutdown()
     params = client.finish("tp-1")["kv_transfer_params"]
-    before = http_requests(pd_tp2)
+    before = socket_requests(pd_tp2)
 
     gate = threading.Barrier(2)
     d_kv, workers = [vllm_caches_tp2() for _ in range(2)], []
@@ -326,8 +361,8 @@ def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_
         for name, t in d_kv[rank].items():
             for p_block, d_block in ((5, 2), (0, 7), (3, 4)):
                 assert torch.equal(t[d_block], p_kv[rank][name][p_block]), (rank, name, p_block)
-    after = http_requests(pd_tp2)
-    assert after.get(PULL, 0) - before.get(PULL, 0) == 2 and after.get(RELEASE, 0) - before.get(RELEASE, 0) == 2
+    after = socket_requests(pd_tp2)
+    assert delta(after, before, ("pull", "200")) == 2 and delta(after, before, ("release", "204")) == 2, after
     assert metric_value(pd_tp2, 'pd_pulls_total{outcome="received"}') == 1, "one pull for both ranks"
     assert d_holds(pd_tp2) == (0, 0), "D freed the pull's blocks once both ranks released"
 
