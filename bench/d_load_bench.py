@@ -170,7 +170,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
         p_worker.register(caches(layers, heads, dim, nb, seed=1), p_client.kv_layout())
         layout = d_http.kv_layout()
         if "socket" in channels and not layout.get("engine_socket"):
-            raise RuntimeError("D's kv-layout names no engine socket (pd.engine-socket.enabled=false, or a jar "
+            raise RuntimeError("D's kv-layout names no engine socket (pd.kv.engine-socket=false, or a jar "
                                "without it): run with --channel http")
         # One D worker per channel, registered as the plugin registers: engine_channel=socket makes it
         # use_engine_socket(kv-layout's engine_socket), and fails loudly if that cannot be reached.

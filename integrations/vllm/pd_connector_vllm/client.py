@@ -1,5 +1,6 @@
-"""Client for the pd-connector service beside a vLLM instance: HTTP, and on D, once
-:meth:`PdClient.use_engine_socket` was called, D's engine socket for the pull and the release.
+"""Client for the pd-connector service beside a vLLM instance: HTTP, and once
+:meth:`PdClient.use_engine_socket` was called, pd-connector's engine socket for P's batch and D's pull and
+release.
 
 Every call has a timeout. One keep-alive connection per thread and channel (the scheduler thread, the worker
 thread and each load thread use their own), so no connection is shared across threads.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import threading
 import urllib.parse
 from typing import Any
@@ -18,6 +20,9 @@ from .engine_socket import EngineSocket
 from .errors import PdError, problem_of
 
 __all__ = ["PdClient", "PdError"]
+
+
+log = logging.getLogger("vllm.pd_connector")
 
 
 class PdClient:
@@ -57,7 +62,10 @@ class PdClient:
                    expect=(204,))
 
     def batch(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One engine step's commits, aborts and returned grants, and a grant (``control.PdControl``)."""
+        """One engine step's commits, aborts and returned grants, and a grant (``control.PdControl``). Over P's
+        engine socket once :meth:`use_engine_socket` was called, else ``POST /v1/producer/batch``."""
+        if self._engine is not None:
+            return self._engine.request({"op": "batch", "body": body}, self.timeout_s, expect=200)
         return self._json("POST", "/v1/producer/batch", body, self.timeout_s, expect=(200,))
 
     # ---- D side -------------------------------------------------------------------------------
@@ -89,8 +97,8 @@ class PdClient:
                    self.timeout_s, expect=(204,))
 
     def use_engine_socket(self, path: str) -> None:
-        """From now on :meth:`pull` and :meth:`release` go over D's engine socket at ``path`` (what
-        ``GET /v1/kv-layout`` names ``engine_socket``); every other call stays HTTP. Connects and says hello
+        """From now on :meth:`batch`, :meth:`pull` and :meth:`release` go over the engine socket at ``path``
+        (what ``GET /v1/kv-layout`` names ``engine_socket``); every other call stays HTTP. Connects and says hello
         now, within ``timeout_s``: PdError when D's pd-connector does not take the connection, and then the
         client stays as it was."""
         engine = EngineSocket(path, self._token)
@@ -101,7 +109,7 @@ class PdClient:
 
     @property
     def engine_socket(self) -> str | None:
-        """The engine socket's path while pull and release go over it, else None (HTTP)."""
+        """The engine socket's path while batch, pull and release go over it, else None (HTTP)."""
         return self._engine.path if self._engine is not None else None
 
     # ---- both ---------------------------------------------------------------------------------
@@ -216,3 +224,29 @@ def _problem(data: bytes) -> tuple[str, str]:
     except ValueError:
         pass
     return "http-error", data[:300].decode("utf-8", "replace")
+
+
+ENGINE_CHANNELS = ("auto", "socket", "http")  # kv_connector_extra_config.pd_engine_channel
+
+
+def choose_engine_channel(client: PdClient, layout: dict[str, Any], channel: str, what: str) -> None:
+    """Puts ``client``'s engine-socket calls (``what``) on the socket kv-layout names, unless ``channel`` is http.
+    Never HTTP in its stead when the socket is named but cannot be reached: that would hide a broken deployment
+    behind slower calls (RuntimeError naming the path and the setting)."""
+    setting = f"kv_connector_extra_config.pd_engine_channel={channel}"
+    path = layout.get("engine_socket")
+    if channel == "http" or (channel == "auto" and not path):
+        log.info("pd-connector plugin: %s over HTTP (%s; kv-layout names %s)", what, setting,
+                 f"the engine socket {path}" if path else "no engine socket")
+        return
+    if not path:
+        raise RuntimeError(f"{setting}, but pd-connector's kv-layout names no engine socket (pd-connector too "
+                           "old, or pd.kv.engine-socket=false): turn it on, or set pd_engine_channel to "
+                           "auto or http")
+    try:
+        client.use_engine_socket(str(path))
+    except PdError as e:
+        raise RuntimeError(f"the engine socket {path}, named by pd-connector's kv-layout, cannot be reached "
+                           f"({setting}): {e}. Is this process on pd-connector's host, with access to the "
+                           "socket (mode 0660)? pd_engine_channel=http keeps these calls on HTTP") from e
+    log.info("pd-connector plugin: %s over the engine socket %s (%s)", what, path, setting)

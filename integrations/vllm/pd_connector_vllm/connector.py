@@ -21,9 +21,9 @@ key                           default    meaning
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
 ``pd_credit_wait_s``          10         P: how long a request waits (unscheduled) for its share of the grant
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
-``pd_engine_channel``         auto       D: pull and release over D's engine socket (Unix domain socket) when
-                                         kv-layout names one (``auto``), always (``socket``: start-up fails
-                                         without one) or never (``http``)
+``pd_engine_channel``         auto       P's batch, D's pull and release over pd-connector's engine socket (a
+                                         Unix domain socket) when kv-layout names one (``auto``), always
+                                         (``socket``: start-up fails without one) or never (``http``)
 ============================  =========  ================================================================
 
 What to do when a pull is declined is vLLM's own ``kv_load_failure_policy`` (``fail`` or
@@ -53,7 +53,8 @@ from .control import PdControl
 from .parallel import Parallelism, tp_rank
 from .scheduler import PdScheduler
 from .specs import StepPlan
-from .worker import ENGINE_CHANNELS, PdWorker
+from .client import ENGINE_CHANNELS, choose_engine_channel
+from .worker import PdWorker
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -123,7 +124,9 @@ class PdSettings:
         # under leases come back into the grant as decoders release them.
         blocks = self.credit_blocks or max(1, int(layout["num_blocks"]))
         verify = bool(layout.get("lease_verification", True))
-        return PdControl(self.client(), blocks, self.credit_leases or blocks, verify, self.timing_level())
+        client = self.client()
+        choose_engine_channel(client, layout, self.engine_channel, "P's per-step batches")
+        return PdControl(client, blocks, self.credit_leases or blocks, verify, self.timing_level())
 
     def timing_level(self) -> int:
         return logging.INFO if self.log_timings else logging.DEBUG

@@ -1,5 +1,5 @@
-"""D's engine socket (protocol 1): the plugin's pull and release to D's pd-connector over a Unix domain
-socket, where loopback HTTP costs milliseconds a call.
+"""The engine socket (protocol 1): the plugin's per-step batch to P's pd-connector and its pull and release to
+D's, over a Unix domain socket, where loopback HTTP costs milliseconds a call.
 
 A frame, either way, is a 4-byte big-endian length N (1 to 4 MiB) then N bytes of UTF-8 JSON holding one
 object. A request is ``{"op": ..., ...}``, its reply ``{"status": <HTTP's meaning>, "body": {...}}`` (no body

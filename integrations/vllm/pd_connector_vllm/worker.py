@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .client import PdClient, PdError
+from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .kv_places import FileKv, PoolKv
 from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .osthread import name_current_thread
@@ -37,7 +37,6 @@ from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
 
-ENGINE_CHANNELS = ("auto", "socket", "http")  # kv_connector_extra_config.pd_engine_channel
 
 
 @dataclass
@@ -96,26 +95,7 @@ class PdWorker:
             self._choose_channel(layout)
 
     def _choose_channel(self, layout: dict) -> None:
-        """The engine socket kv-layout names, unless pd_engine_channel is http. Never HTTP in its stead when
-        the socket is named but cannot be reached: that hides a broken deployment behind slower loads."""
-        setting = f"kv_connector_extra_config.pd_engine_channel={self._channel}"
-        path = layout.get("engine_socket")
-        if self._channel == "http" or (self._channel == "auto" and not path):
-            log.info("pd-connector plugin, TP rank %d: pulls and releases over HTTP (%s; kv-layout names %s)",
-                     self._rank, setting, f"the engine socket {path}" if path else "no engine socket")
-            return
-        if not path:
-            raise RuntimeError(f"{setting}, but pd-connector's kv-layout names no engine socket (pd-connector too "
-                               "old, or pd.engine-socket.enabled=false): turn it on, or set pd_engine_channel to "
-                               "auto or http")
-        try:
-            self._client.use_engine_socket(str(path))
-        except PdError as e:
-            raise RuntimeError(f"D's engine socket {path}, named by pd-connector's kv-layout, cannot be reached "
-                               f"({setting}): {e}. Is this worker on pd-connector's host, with access to the "
-                               "socket (mode 0660)? pd_engine_channel=http keeps the pulls on HTTP") from e
-        log.info("pd-connector plugin, TP rank %d: pulls and releases over the engine socket %s (%s)",
-                 self._rank, path, setting)
+        choose_engine_channel(self._client, layout, self._channel, f"TP rank {self._rank}'s pulls and releases")
 
     # ---- P ------------------------------------------------------------------------------------
 

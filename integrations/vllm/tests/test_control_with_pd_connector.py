@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 import torch
 
-from pd_connector_vllm.client import PdClient
+from pd_connector_vllm.client import PdClient, choose_engine_channel
 from pd_connector_vllm.control import PdControl
 from pd_connector_vllm.layout import PdGeometry, write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
@@ -46,14 +46,6 @@ def p_lease_state(service, request_id):
         raise
 
 
-def metric(service, name):
-    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"{service.name} exports no {name}")
-
-
 def wait_until(condition, what, timeout=20):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -69,11 +61,34 @@ def caches(seed=None):
     return {f"model.layers.{i}.self_attn.attn": make() for i in range(L)}
 
 
-def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_commit_releases_the_lease(pd):
+def counters(service):
+    """The counters this test reads, as one snapshot: the tests share one pd-connector, so each compares deltas."""
+    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
+        text = r.read().decode()
+    names = ("pd_early_notifications_total", "pd_credit_commits_total", "pd_leases_released_by_readers_total")
+    out = {}
+    for line in text.splitlines():
+        for name in names:
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                out[name] = out.get(name, 0) + float(line.rsplit(" ", 1)[1])
+        if line.startswith("pd_engine_socket_requests_total{") and 'op="batch"' in line:
+            out["socket batch"] = out.get("socket batch", 0) + float(line.rsplit(" ", 1)[1])
+        if line.startswith("http_server_requests_seconds_count{") and 'uri="/v1/producer/batch"' in line:
+            out["http batch"] = out.get("http batch", 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+@pytest.mark.parametrize("channel", ["auto", "http"])
+def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_commit_releases_the_lease(pd, channel):
     client = PdClient(pd.url)
     layout = client.kv_layout()
     assert layout["lease_verification"] is True
-    control = PdControl(PdClient(pd.url), 12, 4, verify=True)
+    assert layout["engine_socket"], "pd-connector names its engine socket"
+    before = counters(pd)
+    control_client = PdClient(pd.url)
+    choose_engine_channel(control_client, layout, channel, "P's per-step batches")   # as the connector does
+    assert control_client.engine_socket == (layout["engine_socket"] if channel == "auto" else None)
+    control = PdControl(control_client, 12, 4, verify=True)
     control.start()
     control.wait_for_credit(20)
 
@@ -87,7 +102,7 @@ def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_comm
     assert p_lease_state(pd, "c-1") is None, "P has no lease for the request before the commit"
 
     d_kv = caches()
-    d_worker = PdWorker(PdClient(pd.url), 0, 1, 1)
+    d_worker = PdWorker(PdClient(pd.url), 0, 1, 1, engine_channel=channel)
     d_worker.register(d_kv, layout)
     d_worker.start_loads([LoadSpec("c-1", "c-1", list(range(10)), params, [1, 7, 3], 0)], [])
     wait_until(lambda: "c-1" in d_worker._results.finished, "D's load finished")
@@ -100,14 +115,21 @@ def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_comm
     write_pd_blocks(list(d_kv.values()), [1, 7, 3], got, [0, 1, 2])
     assert torch.equal(sent, got), "D's blocks hold exactly what P's worker copied into the granted blocks"
 
-    assert metric(pd, "pd_early_notifications_total") == 1, "P kept D's read notification for the commit"
+    def grew(name):
+        return counters(pd).get(name, 0) - before.get(name, 0)
+
+    assert grew("pd_early_notifications_total") == 1, "P kept D's read notification for the commit"
     control.commit(bound, "c-1", 10)
-    wait_until(lambda: metric(pd, "pd_credit_commits_total") == 1, "P got the commit")
+    wait_until(lambda: grew("pd_credit_commits_total") == 1, "P got the commit")
     assert control.stats.commits_refused == 0
-    wait_until(lambda: metric(pd, "pd_leases_released_by_readers_total") == 1,
+    wait_until(lambda: grew("pd_leases_released_by_readers_total") == 1,
                "the early read released the lease at the commit")
     assert p_lease_state(pd, "c-1") is None
     control.close(10)
+    if channel == "auto":   # every batch of the control thread went over the socket, none over HTTP
+        assert grew("socket batch") >= 2 and grew("http batch") == 0, counters(pd)
+    else:
+        assert grew("socket batch") == 0 and grew("http batch") >= 2, counters(pd)
     p_worker.shutdown()
     d_worker.shutdown()
     wait_until(lambda: status(pd)["producer"]["blocks_in_use"] == 0, "every granted block back after close")

@@ -1,13 +1,6 @@
 package io.pdconnector.api;
 
 import io.pdconnector.config.AuthRole;
-import io.pdconnector.error.PdException;
-import io.pdconnector.loop.Deadlines;
-import io.pdconnector.producer.Commit;
-import io.pdconnector.producer.CreditGrant;
-import io.pdconnector.producer.Lease;
-import io.pdconnector.producer.ProducerFacade;
-import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.runtime.ConnectorRuntime;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.validation.Valid;
@@ -17,12 +10,6 @@ import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
-import java.time.Duration;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
-import java.util.function.Supplier;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
@@ -30,6 +17,7 @@ import org.eclipse.microprofile.openapi.annotations.tags.Tag;
  * The engine plugin's one call per step (docs/engine-integration.md, "Grants"): commits of requests to
  * granted blocks and slots, aborts, returned grants and a new grant, all submitted to P's loop before
  * any is awaited, so they are applied in one step and an engine pays one loopback round trip per step.
+ * The same call is served on the engine socket ({@link EngineSocketCalls}); {@link EngineBatches} does it.
  */
 @Path("/v1/producer/batch")
 @Produces(MediaType.APPLICATION_JSON)
@@ -47,59 +35,7 @@ public class EngineBatchResource {
     @RolesAllowed(AuthRole.ENGINE)
     @Operation(summary = "An engine step's commits, aborts and returned grants, then a new grant; one result per item")
     public EngineBatchResponse batch(@Valid @NotNull EngineBatchRequest request) {
-        ProducerFacade producer = runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer"));
-        List<Item<KvTransferParams>> commits = request.commits().stream()
-                .map(c -> Item.submit(c.requestId(), () -> producer.submitCommit(commitOf(c)))).toList();
-        List<Item<Void>> aborts = request.aborts().stream()
-                .map(id -> Item.submit(id, () -> producer.submitAbort(id))).toList();
-        List<Item<Boolean>> returns = request.returns().stream()
-                .map(id -> Item.submit(id, () -> producer.submitReturn(id))).toList();
-        Item<CreditGrant> grant = request.grant() == null ? null : Item.submit("grant", () -> producer.submitGrant(
-                request.grant().blocks(), request.grant().leases(), request.grant().extend()));
-        long deadlineAt = System.nanoTime() + producer.deadline().toNanos();
-        EngineBatchResponse.ItemResult granted = grant == null ? null : grant.result(left(deadlineAt), g -> 200, g -> null);
-        return new EngineBatchResponse(
-                granted == null || granted.status() != 200 ? null : EngineBatchResponse.Grant.of(grant.future().join()),
-                granted == null || granted.status() == 200 ? null : granted,
-                commits.stream().map(i -> i.result(left(deadlineAt), params -> 200, KvTransferParams::toMap)).toList(),
-                aborts.stream().map(i -> i.result(left(deadlineAt), v -> 204, v -> null)).toList(),
-                returns.stream().map(i -> i.result(left(deadlineAt), held -> held ? 204 : 404, v -> null)).toList());
-    }
-
-    private static Commit commitOf(EngineBatchRequest.CommitItem c) {
-        return new Commit(c.grantId(), c.requestId(), c.numTokens(),
-                c.blockIds().stream().mapToInt(Integer::intValue).toArray(),
-                c.leaseSlot() == null ? Lease.NO_SLOT : c.leaseSlot(), c.leaseNonce() == null ? 0 : c.leaseNonce());
-    }
-
-    private static Duration left(long deadlineAt) {
-        return Duration.ofNanos(Math.max(0, deadlineAt - System.nanoTime()));
-    }
-
-    /** One item: its loop future, or the refusal it met before reaching the loop (nothing queued then). */
-    private record Item<T>(String id, CompletableFuture<T> future, PdException refused) {
-
-        static <T> Item<T> submit(String id, Supplier<CompletableFuture<T>> submit) {
-            try {
-                return new Item<>(id, submit.get(), null);
-            } catch (PdException e) {
-                return new Item<>(id, null, e);
-            }
-        }
-
-        /** A domain failure is this item's problem; a bug fails the whole call (500), as for a single call. */
-        EngineBatchResponse.ItemResult result(Duration deadline, Function<T, Integer> status,
-                Function<T, Map<String, Object>> params) {
-            try {
-                if (refused != null) {
-                    throw refused;
-                }
-                T value = Deadlines.await(future, deadline, "batch item " + id);
-                return new EngineBatchResponse.ItemResult(id, status.apply(value), null, null, params.apply(value));
-            } catch (PdException e) {
-                Problem p = ProblemMappers.problemOf(e);
-                return new EngineBatchResponse.ItemResult(id, p.status(), p.reason(), p.detail(), null);
-            }
-        }
+        return EngineBatches.run(runtime.producer().orElseThrow(() -> ProblemException.roleNotServed("producer")),
+                request);
     }
 }

@@ -21,9 +21,9 @@ import java.util.Set;
 import org.jboss.logging.Logger;
 
 /**
- * What each request on the engine socket does: the engine's two D-side calls of {@link ConsumerResource}
- * (pull and release, with the same checks and the same answers and problems) and the hello that
- * authenticates a connection when pd.auth is on. Runs on the connection's own thread, never on a step loop.
+ * What each request on the engine socket does: the engine's per-step batch on P ({@link EngineBatchResource}),
+ * its two D-side calls of {@link ConsumerResource} (pull and release), each with the same checks, answers and
+ * problems as over HTTP, and the hello that authenticates a connection when pd.auth is on. Runs on the connection's own thread, never on a step loop.
  */
 @ApplicationScoped
 class EngineSocketCalls {
@@ -86,8 +86,9 @@ class EngineSocketCalls {
                 case "hello" -> hello();
                 case "pull" -> pull(request.get("body"));
                 case "release" -> release(request);
+                case "batch" -> batch(request.get("body"));
                 default -> Reply.of(Problem.of(400, UNKNOWN_OP, "Invalid request", "the engine socket takes the ops"
-                        + " hello, pull and release; got " + (op.isEmpty() ? "no op" : "'" + op + "'")), false);
+                        + " hello, batch, pull and release; got " + (op.isEmpty() ? "no op" : "'" + op + "'")), false);
             };
         } catch (ProblemException e) {
             return Reply.of(e.problem(), false);
@@ -128,6 +129,17 @@ class EngineSocketCalls {
         PullOutcome outcome = RemotePull.pull(runtime.registry(), consumer, request.requestId(), prompt, params,
                 OptionalInt.of(request.decodeRank()));
         return new Reply(200, PullReplies.reply(request.requestId(), outcome, start, false, false, null), false);
+    }
+
+    /** As POST /v1/producer/batch: an engine step's commits, aborts, returns and grant on P. */
+    private Reply batch(JsonNode body) throws JsonProcessingException {
+        if (!(body instanceof ObjectNode object)) {
+            throw InvalidInputException.of("a batch carries its request as the object 'body', as POST"
+                    + " /v1/producer/batch takes it");
+        }
+        EngineBatchRequest request = bodies.read(object, EngineBatchRequest.class);
+        return new Reply(200, EngineBatches.run(runtime.producer()
+                .orElseThrow(() -> ProblemException.roleNotServed("producer")), request), false);
     }
 
     /** As DELETE /v1/consumer/requests/{id}?decode_rank=r (null: for every rank). */

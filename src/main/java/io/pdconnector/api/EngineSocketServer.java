@@ -29,8 +29,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.jboss.logging.Logger;
 
 /**
- * D's engine socket (pd.consumer.engine-socket): a Unix domain socket in pd.kv.shm-dir, beside the KV files the
- * engine maps, where the engine's plugin pulls and releases without HTTP's cost per call. One acceptor thread;
+ * The engine socket (pd.kv.engine-socket): a Unix domain socket in pd.kv.shm-dir, beside the KV files the
+ * engine maps, where the engine's plugin sends P's per-step batch and D's pulls and releases without HTTP's cost
+ * per call. One acceptor thread;
  * each connection is served by a thread of its own, one request at a time ({@link EngineSocketCalls}).
  * The socket is as private as the KV files: mode 0660, and with pd.auth on a connection first says hello with
  * the engine's token. The file is this instance's from start to shutdown, which removes it.
@@ -67,9 +68,9 @@ public class EngineSocketServer {
         return Optional.ofNullable(path);
     }
 
-    /** The socket's path for this configuration: only a decoder with pd.consumer.engine-socket on has one. */
+    /** The socket's path for this configuration: a producer or decoder with pd.kv.engine-socket on has one. */
     static Optional<Path> configuredPath(PdConfig config) {
-        if (!config.role().consumer() || !config.consumer().engineSocket()) {
+        if (!(config.role().consumer() || config.role().producer()) || !config.kv().engineSocket()) {
             return Optional.empty();
         }
         return Optional.of(Path.of(config.kv().shmDir()).toAbsolutePath().resolve("pd-" + config.engineId() + ".sock"));
@@ -85,11 +86,11 @@ public class EngineSocketServer {
             server = bind(at.get());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot serve the engine socket at " + at.get()
-                    + " (pd.consumer.engine-socket; turn it off or shorten pd.kv.shm-dir or pd.engine-id)", e);
+                    + " (pd.kv.engine-socket; turn it off or shorten pd.kv.shm-dir or pd.engine-id)", e);
         }
         path = at.get();
         Thread.ofPlatform().name("pd-engine-socket").daemon().start(this::acceptLoop);
-        LOG.infof("engine socket at %s (pull and release for the engine's plugin%s)", path,
+        LOG.infof("engine socket at %s (the engine plugin's calls%s)", path,
                 calls.helloRequired() ? "; a connection says hello with the engine token first" : "");
     }
 
@@ -180,7 +181,7 @@ public class EngineSocketServer {
     /** {@code pd_engine_socket_requests_total{op, status}}: what HTTP's server metrics would have counted. */
     private void count(JsonNode request, EngineSocketCalls.Reply reply) {
         String op = request == null ? "none" : switch (request.path("op").asText()) {
-            case "hello", "pull", "release" -> request.path("op").asText();
+            case "hello", "pull", "release", "batch" -> request.path("op").asText();
             default -> "other";
         };
         String status = Integer.toString(reply.status());

@@ -33,8 +33,8 @@ public record KvLayoutResponse(
         @JsonProperty("lease_verification") boolean leaseVerification,
         @JsonInclude(JsonInclude.Include.NON_NULL) List<Pool> pools,
         @JsonProperty("engine_socket") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true,
-                description = "a decoder's engine socket (pd.consumer.engine-socket), where its engine's plugin"
-                        + " pulls and releases; absent when there is none") String engineSocket) {
+                description = "the engine socket (pd.kv.engine-socket), where the engine's plugin sends P's"
+                        + " batch and D's pulls and releases; absent when there is none") String engineSocket) {
 
     static KvLayoutResponse of(String engineId, String role, int tp, int numBlocks, ModelGeometry g,
             boolean leaseVerification) {

@@ -25,6 +25,15 @@ public interface KvConfig {
     String shmDir();
 
     /**
+     * Also serve the engine beside this instance on a Unix domain socket, {@code pd-<engine-id>.sock} in
+     * {@code shm-dir} beside the KV files (mode 0660): its plugin's per-step batch on P, its pull and release
+     * on D, without HTTP's cost per call (docs/engine-integration.md, "The engine socket"). GET /v1/kv-layout
+     * names it as {@code engine_socket}. A router has none.
+     */
+    @WithDefault("true")
+    boolean engineSocket();
+
+    /**
      * Where the KV pool lives (docs/gpu.md): {@code dram}, the default, in host memory as it always has;
      * {@code vram} in a pool pd-connector allocates on the engine's GPU ({@code gpu-uuid}), registers with
      * NIXL as VRAM and shares with the engine's plugin over CUDA IPC. Lease slots stay in DRAM either way.

@@ -153,14 +153,6 @@ public interface PdConfig {
         Duration retention();
 
         /**
-         * Also serve the engine beside this decoder on a Unix domain socket, {@code pd-<engine-id>.sock} in
-         * {@code pd.kv.shm-dir} (mode 0660), where its plugin pulls and releases without HTTP's cost per call
-         * (docs/engine-integration.md, "The engine socket"); GET /v1/kv-layout names it as {@code engine_socket}.
-         */
-        @WithDefault("true")
-        boolean engineSocket();
-
-        /**
          * How many times a step polls a slot READ before leaving it to the next step. 1: over CMA the
          * READ is done within its post, and a spin only holds the loop when it is not (issue #13's
          * load runs: more pulls/s and a lower p99 at 1 than at 10,000).

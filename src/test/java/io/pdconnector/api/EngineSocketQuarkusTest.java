@@ -90,6 +90,31 @@ class EngineSocketQuarkusTest {
     }
 
     @Test
+    void anEngineStepsBatchGoesOverTheSocketAsOverHttp() throws IOException {
+        try (EngineSocketClient p = new EngineSocketClient(socket())) {
+            EngineSocketClient.Reply granted = p.call(Map.of("op", "batch",
+                    "body", Map.of("grant", Map.of("blocks", 2, "leases", 1))));
+            assertEquals(200, granted.status(), granted.body().toString());
+            var grant = granted.body().get("grant");
+            String grantId = grant.get("grant_id").asText();
+            Map<String, Object> commit = Map.of("grant_id", grantId, "request_id", "es-b", "num_tokens", 16,
+                    "block_ids", List.of(grant.at("/block_ids/0").asInt()),
+                    "lease_slot", grant.at("/leases/0/slot").asInt(), "lease_nonce", grant.at("/leases/0/nonce").asLong());
+
+            EngineSocketClient.Reply committed = p.call(Map.of("op", "batch", "body",
+                    Map.of("commits", List.of(commit), "aborts", List.of("es-b"), "returns", List.of(grantId))));
+
+            assertEquals(200, committed.status(), committed.body().toString());
+            assertEquals(200, committed.body().at("/commits/0/status").asInt());
+            assertEquals("es-b", committed.body().at("/commits/0/kv_transfer_params/remote_request_id").asText());
+            assertEquals(204, committed.body().at("/aborts/0/status").asInt());
+            assertEquals(204, committed.body().at("/returns/0/status").asInt());
+            assertProblem(p.call(Map.of("op", "batch", "body", Map.of("grant", Map.of("blocks", -1, "leases", 1)))),
+                    400, "validation-failed");
+        }
+    }
+
+    @Test
     void aDeclinedPullIsTheHttpPullsProblem() throws IOException {
         Map<String, Object> params = new HashMap<>(prefill("es-2", 20));
         params.put("remote_engine_id", "nobody-knows-this-engine");

@@ -29,7 +29,7 @@ class EngineSocketServerTest {
 
     private PdConfig config(String role, boolean on) {
         return PdConfigs.from(Map.of("pd.role", role, "pd.engine-id", "sock-test", "pd.kv.shm-dir", dir.toString(),
-                "pd.consumer.engine-socket", Boolean.toString(on)));
+                "pd.kv.engine-socket", Boolean.toString(on)));
     }
 
     private static EngineSocketServer server(PdConfig config) {
@@ -87,9 +87,10 @@ class EngineSocketServerTest {
     }
 
     @Test
-    void onlyADecoderWithTheSettingOnHasOne() {
-        assertTrue(EngineSocketServer.configuredPath(config("producer", true)).isEmpty());
+    void everyRoleButTheRouterHasOneUnlessTurnedOff() {
+        assertTrue(EngineSocketServer.configuredPath(config("router", true)).isEmpty());
         assertTrue(EngineSocketServer.configuredPath(config("consumer", false)).isEmpty());
+        assertTrue(EngineSocketServer.configuredPath(config("producer", true)).isPresent());
         assertTrue(EngineSocketServer.configuredPath(config("both", true)).isPresent());
         EngineSocketServer off = server(config("consumer", false));
         off.start(null);
