@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -189,6 +191,7 @@ class Fleet:
         self.label = label
         self.processes: list[Process] = []
         self.stopped: list[Process] = []
+        self.shm_dirs: list[Path] = []
         self.geometry = geometry()
         if dtype is not None:
             self.geometry = dict(self.geometry, vllm_dtype=dtype, dtype_bytes=DTYPE_BYTES[dtype])
@@ -204,6 +207,8 @@ class Fleet:
             process = self.processes.pop()
             process.stop()
             self.stopped.append(process)
+        while self.shm_dirs:   # after the processes: a pd-connector removes its own files when it stops
+            shutil.rmtree(self.shm_dirs.pop(), ignore_errors=True)
 
     def stop(self, endpoint: Endpoint) -> None:
         endpoint.process.stop()
@@ -281,6 +286,10 @@ class Fleet:
         port = free_port()
         work = logs_dir() / f"{self.label}-{name}"
         work.mkdir(parents=True, exist_ok=True)
+        # pd.kv.shm-dir: a short directory of its own in a tmpfs, as in a pod; the engine socket in it must fit
+        # in 107 bytes whatever the checkout's path
+        shm = Path(tempfile.mkdtemp(prefix="pd-e2e-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+        self.shm_dirs.append(shm)
         props = {
             "quarkus.http.host": "127.0.0.1", "quarkus.http.port": str(port),
             "pd.role": role, "pd.engine-id": f"{self.label}-{name}",
@@ -289,7 +298,7 @@ class Fleet:
             "pd.model.layers": str(g["layers"]), "pd.model.kv-heads": str(g["kv_heads"]),
             "pd.model.head-dim": str(g["head_dim"]), "pd.model.block-tokens": str(g["vllm_cpu_block_tokens"]),
             "pd.model.dtype-bytes": str(g["dtype_bytes"]), "pd.kv.num-blocks": str(num_blocks), "pd.tp-size": str(tp),
-            "pd.lease.duration": lease, "pd.lease.state-dir": str(work / "state"), "pd.kv.shm-dir": str(work / "shm"),
+            "pd.lease.duration": lease, "pd.lease.state-dir": str(work / "state"), "pd.kv.shm-dir": str(shm),
             # D's pull declines (409 with the reason); what the engine does then is vLLM's kv_load_failure_policy.
             "pd.consumer.failure-policy": "fail",
         }
@@ -297,7 +306,6 @@ class Fleet:
             props["pd.registry.store"] = "static"
             props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)
         props.update(extra or {})
-        (work / "shm").mkdir(exist_ok=True)
         cmd = [str(java), *JAVA_OPTS, "--enable-native-access=ALL-UNNAMED",
                *[f"-D{k}={v}" for k, v in props.items()], "-jar", str(jar)]
         process = self._start(name, cmd)
