@@ -16,6 +16,7 @@ from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_c
 
 LEASE_S = 2
 HTTP = "http_server_requests_seconds_count"   # D's own count of the requests it served, by uri template
+SOCKET = "pd_engine_socket_requests_total"      # its count of what the engine socket served, by op and status
 
 
 class PluginFleet:
@@ -50,12 +51,19 @@ def test_plugin_pd_answers_equal_one_instance(plugin, reference):
             mismatches[case.name] = (got, reference.equality[case.name])
     assert not mismatches, f"P/D through pd-connector answered differently from one instance: {mismatches}"
     assert plugin.decoders["fail"].lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
-    # D's KV reached vLLM through D's shared KV file, none over HTTP; every received pull was released
+    # D's KV reached vLLM through D's shared KV file; the plugin pulled and released on D's engine socket, so D's
+    # HTTP server saw no pull, no release and no KV read-out; every received pull was released
     d = plugin.decoders["fail"].pd_d
-    received = metric(d, HTTP, {"uri": "/v1/consumer/pull", "status": "200"})
+    received = metric(d, SOCKET, {"op": "pull", "status": "200"})
     assert received >= 6, f"D served {received} pulls (6 prompts of 2 blocks or more)"
     assert metric(d, HTTP, {"uri": "/v1/consumer/requests/{id}/kv"}) == 0, "D's vLLM read KV over GET .../kv"
-    assert metric(d, HTTP, {"method": "DELETE", "uri": "/v1/consumer/requests/{id}", "status": "204"}) == received
+    assert metric(d, HTTP, {"uri": "/v1/consumer/pull"}) == 0, "a pull went over HTTP beside the engine socket"
+    assert metric(d, HTTP, {"uri": "/v1/consumer/requests/{id}"}) == 0, "a release went over HTTP"
+    assert metric(d, SOCKET, {"op": "release", "status": "204"}) == received
+    # and P's plugin sent its per-step batches on P's engine socket, none over HTTP
+    p = plugin.pd_p
+    assert metric(p, SOCKET, {"op": "batch", "status": "200"}) > 0, "P's plugin sent no batch on the engine socket"
+    assert metric(p, HTTP, {"uri": "/v1/producer/batch"}) == 0, "P's plugin sent a batch over HTTP"
     # the first contact: D's pd-connector loaded P's metadata when its registry listed P, before the first pull
     pd_d = d
     on_pull = metric(pd_d, "pd_handshakes_on_pull_total")

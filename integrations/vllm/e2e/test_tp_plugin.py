@@ -12,7 +12,7 @@ import pytest
 
 from conftest import TP_DTYPE, TP_PROMPTS, multi_block_cases
 from fleet import Decoder, Endpoint, Fleet, metric, status as service_status
-from test_plugin import HTTP
+from test_plugin import SOCKET
 from workload import P_BLOCKS, Reproducer, answer_text, ask, client, decode_on_d, prefill_on_p
 
 TP_PAIRS = [(1, 2), (2, 1)]
@@ -20,7 +20,6 @@ pytestmark = pytest.mark.tp   # opt-in: integrations/vllm/scripts/ci.sh runs the
 # Longer than test_plugin.py's 2 s: a TP fleet's servers start more processes on the 2-core machine, and a D leg
 # that reached D's pd-connector after P's lease ran out would be declined (correctly) in the equality test.
 LEASE_S = 6
-PULL = {"uri": "/v1/consumer/pull"}
 # Every READ D posts from P's rank 1 fails: with P TP2 the other rank's READs succeed, so a request half read.
 READ_FAULT = {"pd.faults.enabled": "true", "pd.faults.read-kind": "block", "pd.faults.rank": "1",
               "pd.faults.every-nth": "1", "pd.faults.action": "fail"}
@@ -69,7 +68,7 @@ def tp(request):
 
 def pulls(decoder: Decoder, status: str) -> float:
     """How many pull calls D's pd-connector answered with `status` (each D rank's worker asks once a request)."""
-    return metric(decoder.pd_d, HTTP, {**PULL, "status": status})
+    return metric(decoder.pd_d, SOCKET, {"op": "pull", "status": status})
 
 
 def test_tp_answers_equal_one_instance(tp, reference_tp):
@@ -85,8 +84,8 @@ def test_tp_answers_equal_one_instance(tp, reference_tp):
     received = metric(d.pd_d, "pd_pulls_total", {"outcome": "received"})
     assert received == len(cases), f"D ran {received} pulls for {len(cases)} multi-block prompts: one pull a request"
     assert pulls(d, "200") == tp.d_tp * received, "every D rank's worker joined each pull"
-    assert metric(d.pd_d, HTTP, {"method": "DELETE", "uri": "/v1/consumer/requests/{id}", "status": "204"}) \
-        == tp.d_tp * received, "every D rank released each pull"
+    assert metric(d.pd_d, SOCKET, {"op": "release", "status": "204"}) == tp.d_tp * received, \
+        "every D rank released each pull"
     assert d.lease_declines() == 0
     assert service_status(d.pd_d)["consumer"]["pulls_live"] == 0, "a pull is held after every rank released it"
 
