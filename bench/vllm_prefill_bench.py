@@ -142,7 +142,10 @@ def main(argv):
                     row["sched_samples"] = len(sched)
                     row["pd_kv_readouts"] = metric(pd, "http_server_requests_seconds_count",
                                                    {"uri": "/v1/consumer/requests/{id}/kv"})
-                    row["pd_batches"] = metric(pd, "http_server_requests_seconds_count", {"uri": "/v1/producer/batch"})
+                    # cumulative over the fleet's life: the plugin's batches on each channel
+                    row["pd_batches_http"] = metric(pd, "http_server_requests_seconds_count",
+                                                    {"uri": "/v1/producer/batch"})
+                    row["pd_batches_socket"] = metric(pd, "pd_engine_socket_requests_total", {"op": "batch"})
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     base = {r["c"]: r for r in rows if r["fleet"] == "none"}
