@@ -20,7 +20,9 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Optional;
 import java.util.Set;
@@ -97,7 +99,10 @@ public class EngineSocketServer {
     /** Binds, taking over a socket file a previous run of this instance left, never one another instance serves. */
     private static ServerSocketChannel bind(Path at) throws IOException {
         Files.createDirectories(at.getParent());
-        if (Files.exists(at)) {
+        if (Files.exists(at, LinkOption.NOFOLLOW_LINKS)) {
+            if (!Files.readAttributes(at, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isOther()) {
+                throw new IOException(at + " exists and is not a socket: not removed");
+            }
             if (listening(at)) {
                 throw new IOException("another process serves " + at + " (a second pd-connector with this"
                         + " pd.engine-id and pd.kv.shm-dir?)");

@@ -87,6 +87,17 @@ class EngineSocketServerTest {
     }
 
     @Test
+    void aFileThatIsNoSocketIsNeitherTakenOverNorRemoved() throws IOException {
+        Path file = Files.writeString(dir.resolve("pd-sock-test.sock"), "an operator's file");
+
+        UncheckedIOException refused = assertThrows(UncheckedIOException.class,
+                () -> server(config("consumer", true)).start(null));
+
+        assertTrue(refused.getCause().getMessage().contains("is not a socket"), refused.getMessage());
+        assertEquals("an operator's file", Files.readString(file));
+    }
+
+    @Test
     void everyRoleButTheRouterHasOneUnlessTurnedOff() {
         assertTrue(EngineSocketServer.configuredPath(config("router", true)).isEmpty());
         assertTrue(EngineSocketServer.configuredPath(config("consumer", false)).isEmpty());
