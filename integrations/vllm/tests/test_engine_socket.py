@@ -123,7 +123,7 @@ def test_a_server_that_never_answers_is_a_timeout_within_the_calls_deadline(engi
         c.pull("r1", [1], PARAMS, 0) if op == "pull" else c.release("r1", 0)
     took = time.monotonic() - t0
     assert (e.value.status, e.value.reason) == (0, "timeout")
-    assert 0.3 <= took < 2.5, took
+    assert 0.3 <= took < 15, took   # its own 0.3 s, not the other call's 30 s (generous: a busy 2-core VM)
     c.pull("r2", [1], PARAMS, 0) if op == "pull" else c.release("r2", 0)
     assert len(engine.connections) == 2
 
@@ -265,7 +265,7 @@ def test_use_engine_socket_fails_when_the_hello_is_refused_or_unanswered(engine,
     t0 = time.monotonic()
     with pytest.raises(PdError) as e:
         c.use_engine_socket(engine.path)
-    assert (e.value.status, e.value.reason) == (0, "timeout") and time.monotonic() - t0 < 2.5
+    assert (e.value.status, e.value.reason) == (0, "timeout") and time.monotonic() - t0 < 15  # its 0.3 s, not the pull's 150 s
     assert c.engine_socket is None
     c.close()
 
