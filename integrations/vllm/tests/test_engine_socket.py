@@ -27,22 +27,6 @@ def problem(status, reason, detail):
 
 
 @pytest.fixture
-def engine(tmp_path):
-    server = FakeEngineSocket(tmp_path / "pd-d0.sock")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def dead_http():
-    """An HTTP address that refuses every connection (bound, never listening): a call that went over HTTP
-    fails there as unreachable."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
-@pytest.fixture
 def connect(engine, dead_http):
     clients = []
 

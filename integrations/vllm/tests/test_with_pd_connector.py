@@ -87,37 +87,34 @@ def load_on_d(pd, spec, client=None, engine_channel="auto"):
     return results, d_kv
 
 
-def http_requests(service):
-    """D's own count of the HTTP requests it served, by (method, uri template), from /q/metrics."""
+def counts(service, metric, keys):
+    """D's own counter ``metric`` from /q/metrics, summed by the values of the labels ``keys``."""
     with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
         text = r.read().decode()
-    counts = {}
+    out = {}
     for line in text.splitlines():
-        m = re.match(r"http_server_requests_seconds_count\{(.*)\} (\S+)$", line)
+        m = re.match(re.escape(metric) + r"\{(.*)\} (\S+)$", line)
         if m:
             labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-            key = (labels.get("method"), labels.get("uri"))
-            counts[key] = counts.get(key, 0) + float(m.group(2))
-    return counts
+            key = tuple(labels.get(k) for k in keys)
+            out[key] = out.get(key, 0) + float(m.group(2))
+    return out
+
+
+def http_requests(service):
+    """The HTTP requests D served, by (method, uri template)."""
+    return counts(service, "http_server_requests_seconds_count", ("method", "uri"))
+
+
+def socket_requests(service):
+    """The requests D's engine socket served, by (op, status)."""
+    return counts(service, "pd_engine_socket_requests_total", ("op", "status"))
 
 
 def d_holds(service):
     with urllib.request.urlopen(service.url + "/v1/status", timeout=5) as r:
         d = json.load(r)["consumer"]
     return d["pulls_live"], d["blocks_in_use"]
-
-
-def socket_requests(service):
-    """D's own count of the requests its engine socket served, by (op, status), from /q/metrics."""
-    with urllib.request.urlopen(service.url + "/q/metrics", timeout=5) as r:
-        text = r.read().decode()
-    counts = {}
-    for line in text.splitlines():
-        m = re.match(r"pd_engine_socket_requests_total\{(.*)\} (\S+)$", line)
-        if m:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-            counts[(labels.get("op"), labels.get("status"))] = float(m.group(2))
-    return counts
 
 
 def delta(after, before, key):

@@ -5,7 +5,6 @@ goes into the file, and no thread outlives shutdown."""
 import logging
 import os
 import re
-import socket
 import threading
 import time
 
@@ -17,7 +16,6 @@ from pd_connector_vllm.layout import write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
-from engine_socket_server import FakeEngineSocket
 from fakes import FakeClient
 
 L, H, T, D, NB = 2, 2, 4, 8, 6
@@ -302,20 +300,11 @@ def test_a_tp_worker_on_p_writes_its_heads_into_its_ranks_file(tmp_path):
 # ---- the channel of D's pulls and releases: D's engine socket or HTTP (pd_engine_channel) ----
 
 @pytest.fixture
-def engine(tmp_path):
-    server = FakeEngineSocket(tmp_path / "pd-d0.sock")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def http_nowhere():
-    """A PdClient whose HTTP calls are refused (bound, never listening): what it does, it does over the socket."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        client = PdClient(f"http://127.0.0.1:{s.getsockname()[1]}", timeout_s=2)
-        yield client
-        client.close()
+def http_nowhere(dead_http):
+    """A PdClient whose HTTP calls are refused: what it does, it does over the socket."""
+    client = PdClient(dead_http, timeout_s=2)
+    yield client
+    client.close()
 
 
 def test_under_auto_d_loads_over_the_engine_socket_kv_layout_names(tmp_path, engine, http_nowhere, caplog):

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
-import io.restassured.path.json.JsonPath;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -30,23 +29,10 @@ class EngineSocketQuarkusTest {
 
     @AfterEach
     void nothingIsHeld() throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        JsonPath s = status();
-        while (!idle(s) && System.nanoTime() < deadline) {
-            Thread.sleep(20); // D's read notification reaches P's loop a moment after D answers
-            s = status();
-        }
-        assertTrue(idle(s), "still held: " + s.prettify());
+        NothingHeld.assertNothingHeld();
     }
 
-    private static JsonPath status() {
-        return given().get("/v1/status").then().statusCode(200).extract().jsonPath();
-    }
 
-    private static boolean idle(JsonPath s) {
-        return s.getInt("producer.leases_live") == 0 && s.getInt("producer.blocks_in_use") == 0
-                && s.getInt("consumer.pulls_live") == 0 && s.getInt("consumer.blocks_in_use") == 0;
-    }
 
     private static Path socket() {
         return Path.of(given().get("/v1/kv-layout").then().statusCode(200)

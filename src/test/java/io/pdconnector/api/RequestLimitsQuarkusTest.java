@@ -4,12 +4,10 @@ import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
-import io.restassured.path.json.JsonPath;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.URI;
@@ -37,24 +35,10 @@ class RequestLimitsQuarkusTest {
 
     @AfterEach
     void nothingIsHeld() throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        JsonPath s = status();
-        while (!idle(s) && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-            s = status();
-        }
-        assertTrue(idle(s), "still held: " + s.prettify());
+        NothingHeld.assertNothingHeld();
     }
 
-    private static JsonPath status() {
-        return given().get("/v1/status").then().statusCode(200).extract().jsonPath();
-    }
 
-    private static boolean idle(JsonPath s) {
-        return s.getInt("producer.leases_live") == 0 && s.getInt("producer.blocks_in_use") == 0
-                && s.getInt("producer.slots_in_use") == 0 && s.getInt("consumer.pulls_live") == 0
-                && s.getInt("consumer.blocks_in_use") == 0;
-    }
 
     /** A syntactically valid JSON body of at least {@code bytes} bytes: the size alone must refuse it. */
     private static byte[] jsonOf(int bytes, String head) {
