@@ -48,12 +48,11 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 )
 from vllm.logger import init_logger
 
-from .client import PdClient, PdError
+from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .control import PdControl
 from .parallel import Parallelism, tp_rank
 from .scheduler import PdScheduler
 from .specs import StepPlan
-from .client import ENGINE_CHANNELS, choose_engine_channel
 from .worker import PdWorker
 
 if TYPE_CHECKING:

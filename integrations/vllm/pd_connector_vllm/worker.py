@@ -38,7 +38,6 @@ from .specs import LoadSpec, SaveSpec
 log = logging.getLogger("vllm.pd_connector")
 
 
-
 @dataclass
 class LoadResults:
     finished: set[str] = field(default_factory=set)
