@@ -159,9 +159,14 @@ public class ConsumerResource {
         try {
             return Integer.parseInt(text.strip());
         } catch (NumberFormatException e) {
-            throw new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
-                    + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
+            throw decodeRankNotANumber();
         }
+    }
+
+    /** The refusal of a decode_rank that is not a whole number, the same over HTTP and the engine socket. */
+    static InvalidInputException decodeRankNotANumber() {
+        return new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
+                + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
     }
 
     /** A client that disconnects before its answer cancels its pull, which D then aborts. */

@@ -155,8 +155,7 @@ class EngineSocketCalls {
         } else if (rank.isInt()) {
             consumer.releaseRank(id.asText(), rank.asInt());
         } else {
-            throw new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
-                    + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
+            throw ConsumerResource.decodeRankNotANumber();
         }
         return new Reply(204, null, false);
     }
