@@ -54,6 +54,8 @@ VLLM_KV_BYTES = int(os.environ.get("PD_E2E_VLLM_KV_MIB", "128")) << 20
 # The KV transfer config of the plugin: vLLM's own extension point, no patch to vLLM.
 PLUGIN_MODULE = "pd_connector_vllm.connector"
 PLUGIN_CLASS = "PdConnector"
+# sitecustomize for vLLM instances without the plugin: the AMX tile registers (pd_connector_vllm.cpu_tiles)
+AMX_SITE = E2E_DIR / "amx_site"
 
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -222,9 +224,10 @@ class Fleet:
 
     def vllm(self, name: str, kv_transfer_config: dict | None = None, num_blocks: int | None = None,
              env: dict[str, str] | None = None, max_num_seqs: int | None = None, wait: bool = True,
-             tp: int = 1) -> Endpoint:
+             tp: int = 1, python_paths: tuple[str, ...] = ()) -> Endpoint:
         """Starts a vLLM server (with `tp` > 1 its TP workers are processes of its own session); with wait=False
-        the caller waits (`ready`), so several start at once."""
+        the caller waits (`ready`), so several start at once. `python_paths` go on its PYTHONPATH (a connector
+        module of a bench's own)."""
         port = free_port()
         cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir()),
                "--served-model-name", "tiny", "--dtype", self.geometry["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
@@ -242,10 +245,14 @@ class Fleet:
             cmd += ["--kv-transfer-config", json.dumps(kv_transfer_config)]
         # One OpenMP thread, not bound: vLLM's default binds every instance's threads to all cores, and several
         # instances (P, D, the reference) spinning on the same 2 cores decode at a fraction of a token per second.
+        # An instance without the plugin gets the AMX tile registers from amx_site's sitecustomize; the plugin's
+        # worker asks for them itself (pd_connector_vllm.cpu_tiles: vLLM's CPU attention dies without them).
+        plugin = (kv_transfer_config or {}).get("kv_connector_module_path") == PLUGIN_MODULE
+        paths = [str(REPO / "integrations/vllm"), *python_paths, *([] if plugin else [str(AMX_SITE)]),
+                 os.environ.get("PYTHONPATH")]
         full_env = {"VLLM_LOGGING_LEVEL": "INFO",
                     "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
-                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "integrations/vllm"),
-                                                                os.environ.get("PYTHONPATH")]))}
+                    "PYTHONPATH": os.pathsep.join(filter(None, paths))}
         full_env.update(env or {})
         process = self._start(name, cmd, full_env)
         endpoint = Endpoint(name, f"http://127.0.0.1:{port}", process)

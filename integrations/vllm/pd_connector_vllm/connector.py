@@ -50,6 +50,7 @@ from vllm.logger import init_logger
 
 from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .control import PdControl
+from .cpu_tiles import request_amx_tiles
 from .parallel import Parallelism, tp_rank
 from .scheduler import PdScheduler
 from .specs import StepPlan
@@ -189,6 +190,10 @@ class PdConnector(KVConnectorBase_V1):
             self._scheduler = PdScheduler(self._control, vllm_config.cache_config.block_size,
                                           settings.timing_level(), settings.credit_wait_s)
         else:
+            if request_amx_tiles():  # before vLLM's first forward: its CPU attention needs them (cpu_tiles)
+                logging.getLogger("vllm.pd_connector").info(
+                    "PdConnector: this worker may use the CPU's AMX tile registers (vLLM's CPU attention runs AMX "
+                    "instructions on bf16 caches)")
             rank = tp_rank() if parallelism.tp_size > 1 else 0
             self._worker = PdWorker(settings.client(), tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
