@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "integrations/vllm"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from d_load_bench import GEOMETRIES, Service, pct  # noqa: E402
+from pd_service import GEOMETRIES, Service, pct  # noqa: E402
 from pd_connector_vllm.client import PdClient  # noqa: E402
 
 

@@ -5,6 +5,9 @@ pd-connector plugin beside a producer pd-connector, each fleet started alone, th
     bench/vllm-pd.sh --prefill [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
                                [--fleets none,stock,plugin] [--threads]   (PD_BENCH_MODEL: another model)
 
+Fleet `noop` is vLLM with bench/noop_connector.py, a connector whose every hook does nothing: what vLLM's own
+connector machinery costs, the floor under any connector.
+
 Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
 `kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
 so stock P and pd-connector hold it until their lease (5 s here) runs out. Reported per fleet and concurrency:
@@ -47,6 +50,10 @@ def start(fleet: Fleet, kind: str):
         return fleet.vllm("p", None), None
     if kind == "stock":
         return fleet.stock_vllm("p", lease_s=LEASE_S), None
+    if kind == "noop":
+        config = {"kv_connector": "NoopConnector", "kv_connector_module_path": "noop_connector", "kv_role": "kv_both",
+                  "kv_buffer_device": "cpu"}
+        return fleet.vllm("p", config, python_paths=(str(REPO / "bench"),)), None
     pd = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=1024)
     config = {"kv_connector": PLUGIN_CLASS, "kv_connector_module_path": PLUGIN_MODULE, "kv_role": "kv_both",
               "kv_buffer_device": "cpu", "kv_connector_extra_config": {"pd_url": pd.url, "pd_log_timings": True}}
@@ -96,7 +103,9 @@ def main(argv):
     parser.add_argument("--warmup", type=int, default=8, help="unmeasured requests per fleet first")
     parser.add_argument("--concurrency", default="1,16")
     parser.add_argument("--prompt-tokens", type=int, default=300)
-    parser.add_argument("--fleets", default="none,stock,plugin")
+    parser.add_argument("--fleets", default="none,stock,plugin",
+                        help="in this order, a fleet named twice runs twice: none (no connector), noop (vLLM's "
+                             "connector machinery with a connector that does nothing), stock, plugin")
     parser.add_argument("--threads", action="store_true",
                         help="also CPU ms per request of each thread kind (process/thread by OS name), the top 12")
     args = parser.parse_args(argv)
@@ -104,8 +113,8 @@ def main(argv):
     fleets = args.fleets.split(",")
     if not (1 <= args.requests <= 2000 and 0 <= args.warmup <= 2000 and all(1 <= c <= 64 for c in levels)):
         parser.error("--requests 1..2000, --warmup 0..2000, concurrency 1..64")
-    if set(fleets) - {"none", "stock", "plugin"}:
-        parser.error("--fleets takes none, stock, plugin")
+    if set(fleets) - {"none", "noop", "stock", "plugin"}:
+        parser.error("--fleets takes none, noop, stock, plugin")
 
     started = time.perf_counter()
     rows = []

@@ -23,7 +23,11 @@ import org.jboss.logging.Logger;
 public final class StepLoop implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(StepLoop.class);
-    /** Spins and yields before parking: a step loop answers a command within microseconds when busy. */
+    /**
+     * Spins and yields before parking, for a worker that {@link StepWorker#spinsWhenIdle spins}: it sees
+     * a completion within microseconds when busy. Each spin and yield is a step, so a worker that
+     * spins keeps its idle step cheap.
+     */
     private static final int IDLE_SPINS = 100;
     private static final int IDLE_YIELDS = 100;
     private static final long MIN_PARK_NANOS = 1_000;
@@ -45,8 +49,10 @@ public final class StepLoop implements AutoCloseable {
             throw new IllegalArgumentException("maxIdlePark must be at least 1 us, got " + maxIdlePark);
         }
         this.agent = new WorkerAgent(worker);
+        boolean spins = worker.spinsWhenIdle();
         this.runner = new AgentRunner(
-                new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, maxIdlePark.toNanos()),
+                new BackoffIdleStrategy(spins ? IDLE_SPINS : 0, spins ? IDLE_YIELDS : 0, MIN_PARK_NANOS,
+                        maxIdlePark.toNanos()),
                 t -> logFailure(worker.name(), t), null, agent);
     }
 

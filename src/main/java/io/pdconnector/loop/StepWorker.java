@@ -21,5 +21,15 @@ public interface StepWorker {
     /** One step; returns the units of work done, 0 when idle. */
     int doWork();
 
+    /**
+     * Whether what this worker waits for when idle can arrive without a command and is worth catching
+     * within microseconds (D: a READ's completion), so an idle loop spins and yields before it parks;
+     * false when what it waits for comes as commands, which wake it, and anything else may wait for
+     * the park (P: read notifications, expiries), so it parks at once.
+     */
+    default boolean spinsWhenIdle() {
+        return true;
+    }
+
     void close();
 }

@@ -79,6 +79,11 @@ final class Credit {
         return new ArrayList<>(placeholders.values());
     }
 
+    /** How many granted slots no request is bound to yet; no copy, so the step's gauges may ask every step. */
+    int placeholderCount() {
+        return placeholders.size();
+    }
+
     Lease placeholder(int slot) {
         return placeholders.get(slot);
     }

@@ -15,6 +15,7 @@ public final class Lease {
 
     public static final int NO_SLOT = -1;
 
+    private final ReapSchedule reaping;
     private final String requestId;
     private final int[] blockIds;
     private final int numTokens;
@@ -29,8 +30,15 @@ public final class Lease {
     private long maxEndMillis = Long.MAX_VALUE;
     private boolean heldToMaxLifetime;
 
-    @SuppressWarnings("unchecked")
+    /** A lease of no table (tests of one lease): nobody reaps it. */
     Lease(String requestId, int[] blockIds, int numTokens, int slot, long nonce, int rankCount) {
+        this(requestId, blockIds, numTokens, slot, nonce, rankCount, new ReapSchedule());
+    }
+
+    @SuppressWarnings("unchecked")
+    Lease(String requestId, int[] blockIds, int numTokens, int slot, long nonce, int rankCount,
+            ReapSchedule reaping) {
+        this.reaping = reaping;
         this.requestId = requestId;
         this.blockIds = blockIds.clone();
         this.numTokens = numTokens;
@@ -61,6 +69,7 @@ public final class Lease {
     void startWriting(long finishBy) {
         moveTo(LeaseState.WRITING);
         this.finishByMillis = finishBy;
+        reaping.deadlineAt(finishBy);
     }
 
     /** Whether the KV is still being written past its finish deadline: the reaper aborts it. */
@@ -77,6 +86,7 @@ public final class Lease {
         this.exportedAtMillis = now;
         this.maxEndMillis = now + maxLifetimeMillis;
         this.expiresAtMillis = Math.min(expiresAt, maxEndMillis);
+        reaping.deadlineAt(expiresAtMillis);
     }
 
     /** When the lease was exported, or -1 if it never was. */
@@ -107,6 +117,11 @@ public final class Lease {
 
     boolean expired(long nowMillis) {
         return state != LeaseState.FREED && nowMillis >= expiresAtMillis;
+    }
+
+    /** The first moment {@link #expired} or {@link #abandoned} can hold, as their clocks stand now. */
+    long reapableFromMillis() {
+        return state == LeaseState.WRITING ? Math.min(expiresAtMillis, finishByMillis) : expiresAtMillis;
     }
 
     /** Counts a distinct reader of {@code rank}; a sender counted before is a duplicate. */

@@ -13,14 +13,20 @@ public final class LeaseTable {
     private final Map<String, Lease> byRequest = new LinkedHashMap<>();
     private final Collection<Lease> liveView = Collections.unmodifiableCollection(byRequest.values());
     private final int rankCount;
+    private final ReapSchedule reaping = new ReapSchedule();
 
     public LeaseTable(int rankCount) {
         this.rankCount = rankCount;
     }
 
+    /** When the table's leases next need the reaper; each lease reports its deadlines to it. */
+    ReapSchedule reaping() {
+        return reaping;
+    }
+
     /** The caller ({@link Admission}) has refused an id that still holds a lease. */
     Lease reserve(String requestId, int[] blockIds, int numTokens, int slot, long nonce) {
-        Lease lease = new Lease(requestId, blockIds, numTokens, slot, nonce, rankCount);
+        Lease lease = new Lease(requestId, blockIds, numTokens, slot, nonce, rankCount, reaping);
         byRequest.put(requestId, lease);
         return lease;
     }

@@ -5,10 +5,12 @@ import java.util.List;
 
 /**
  * Takes back what nobody will release: an exported lease past its expiry (L8), its maximum lifetime
- * included (L12), and a reservation whose engine missed its finish deadline. Every lease is swept
- * every step, since expiries are not ordered: heartbeats move some of them later. The sweep only looks
- * (no copy, no allocation) and acts on the few it found due: an engine's grant keeps hundreds of
- * placeholder leases in the table, and an idle loop sweeps about a thousand times a second.
+ * included (L12), and a reservation whose engine missed its finish deadline. Expiries are not ordered
+ * (heartbeats move some of them later), so a sweep looks at every held lease, but only once the
+ * {@link ReapSchedule} says a deadline may have come: between deadlines a step does not walk the
+ * table. An engine's grant keeps hundreds of placeholder leases in it, and the loop steps about a
+ * thousand times a second when idle; walking the table in every step was most of the CPU a plugin's P
+ * cost pd-connector. A sweep only looks (no copy, no allocation) and acts on the few it found due.
  */
 final class Reaper {
 
@@ -25,11 +27,23 @@ final class Reaper {
     }
 
     int reap(long now) {
+        ReapSchedule schedule = state.leases.reaping();
+        if (!schedule.sweepDue(now)) {
+            return 0;
+        }
+        long next = Long.MAX_VALUE;
         for (Lease lease : state.leases.live()) {
-            if (lease.anyRankHeld() && (lease.expired(now) || lease.abandoned(now))) {
+            if (!lease.anyRankHeld()) {
+                continue;
+            }
+            if (lease.expired(now) || lease.abandoned(now)) {
                 due.add(lease);
+            } else {
+                next = Math.min(next, lease.reapableFromMillis());
             }
         }
+        // before acting: a deadline set while acting lowers it again
+        schedule.swept(next);
         if (due.isEmpty()) {
             return 0;
         }

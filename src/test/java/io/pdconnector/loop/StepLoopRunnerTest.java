@@ -102,6 +102,55 @@ class StepLoopRunnerTest {
         assertEquals(0, worker.steps);
     }
 
+    /** Does one unit of work in its first step, then none; says whether it spins when idle. */
+    private static final class OnceBusyWorker implements StepWorker {
+        final boolean spins;
+        volatile int steps;
+
+        OnceBusyWorker(boolean spins) {
+            this.spins = spins;
+        }
+
+        @Override
+        public String name() {
+            return spins ? "spinning" : "parking";
+        }
+
+        @Override
+        public void open() {
+        }
+
+        @Override
+        public int doWork() {
+            return ++steps == 1 ? 1 : 0;
+        }
+
+        @Override
+        public boolean spinsWhenIdle() {
+            return spins;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
+    void anIdleWorkerThatDoesNotSpinParksAtOnceAndOneThatSpinsStepsThroughItsSpinsAndYieldsFirst() throws Exception {
+        // P's loop: every idle step of a spinning loop is a whole step (its sweeps, its NIXL drain) on a core
+        // the engine needs; a long park makes the count independent of this machine's speed
+        Duration longPark = Duration.ofSeconds(10);
+        OnceBusyWorker parking = new OnceBusyWorker(false);
+        OnceBusyWorker spinning = new OnceBusyWorker(true);
+        try (StepLoop a = StepLoop.start(parking, DEADLINE, longPark);
+                StepLoop b = StepLoop.start(spinning, DEADLINE, longPark)) {
+            Thread.sleep(100); // parks double from 1 us: by 100 ms the parking loop stepped about 17 times
+
+            assertTrue(parking.steps < 100, "the parking loop stepped " + parking.steps + " times");
+            assertTrue(spinning.steps > 200, "the spinning loop stepped " + spinning.steps + " times");
+        }
+    }
+
     private static void awaitSteps(ScriptedWorker worker, int n) throws InterruptedException {
         long until = System.nanoTime() + DEADLINE.toNanos();
         while (worker.steps < n && System.nanoTime() < until) {
