@@ -57,6 +57,26 @@ def thread_cpu_seconds(session_ids) -> dict[str, float]:
     return totals
 
 
+def process_thread_cpu_seconds(pid: int, pools: tuple[str, ...] = ()) -> dict[str, float]:
+    """user + system seconds of each thread of one process, keyed by its OS name. Threads that share a name are told
+    apart by their order of creation (`name`, `name#2`, ...: NIXL's progress thread inherits the name of the JVM
+    thread that made the agent), except those whose name starts with one of `pools` (thread pools whose members come
+    and go), which are summed."""
+    named: dict[str, list[tuple[int, float]]] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        thread = _stat(f"/proc/{pid}/task/{tid}/stat")
+        if thread is not None:
+            named.setdefault(thread[0], []).append((int(tid), _cpu_seconds(thread[1])))
+    totals: dict[str, float] = {}
+    for name, threads in named.items():
+        if name.startswith(pools):
+            totals[name] = sum(cpu for _, cpu in threads)
+            continue
+        for i, (_, cpu) in enumerate(sorted(threads)):
+            totals[name if i == 0 else f"{name}#{i + 1}"] = cpu
+    return totals
+
+
 def thread_cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """CPU seconds per thread kind between two `thread_cpu_seconds` readings (threads that ended meanwhile are
     lost, so a kind's figure is a floor)."""

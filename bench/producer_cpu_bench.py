@@ -31,40 +31,19 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "integrations/vllm"))
 sys.path.insert(0, str(REPO / "bench"))
 
+from fleet_cpu import process_thread_cpu_seconds, thread_cpu_delta  # noqa: E402
 from pd_service import GEOMETRIES, Service  # noqa: E402
 from pd_connector_vllm.client import PdClient  # noqa: E402
 from pd_connector_vllm.control import PdControl  # noqa: E402
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 NUM_BLOCKS = 1024
+JVM_POOLS = ("C1 Compiler", "C2 Compiler", "GC Thread", "pd-engine-conn")  # threads summed by kind
 TOP_THREADS = 6
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds per thread of one process, keyed by its OS name; a name several threads share is told apart
-    by their order of creation (``producer-x`` is the step loop, ``producer-x#2`` NIXL's progress thread, which
-    inherits the name of the thread that made the agent)."""
-    named: dict[str, list[tuple[int, float]]] = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                head, rest = f.read().rsplit(")", 1)
-        except OSError:
-            continue
-        fields = rest.split()
-        named.setdefault(head.split("(", 1)[1], []).append((int(tid), (int(fields[11]) + int(fields[12])) / _TICKS))
-    totals: dict[str, float] = {}
-    for name, threads in named.items():
-        if name.startswith(("C1 Compiler", "C2 Compiler", "GC Thread", "pd-engine-conn")):
-            totals[name] = sum(cpu for _, cpu in threads)  # pools whose members come and go
-            continue
-        for i, (_, cpu) in enumerate(sorted(threads)):
-            totals[name if i == 0 else f"{name}#{i + 1}"] = cpu
-    return totals
-
-
-def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+    """CPU seconds per thread of the JVM (``producer-x`` is the step loop, ``producer-x#2`` NIXL's progress thread)."""
+    return process_thread_cpu_seconds(pid, JVM_POOLS)
 
 
 def one_run(work: Path, variant: str, label: str, a) -> dict:
@@ -79,16 +58,16 @@ def one_run(work: Path, variant: str, label: str, a) -> dict:
         control = PdControl(client, NUM_BLOCKS, NUM_BLOCKS, verify=True)
         control.start()
         control.wait_for_credit(30)
-        sent = drive(control, a.rate, a.warmup, label + "-warm", a.blocks)
+        drive(control, a.rate, a.warmup, label + "-warm", a.blocks)
         time.sleep(6)  # the warm-up's leases run out before the idle reading
         t0 = thread_cpu(p.process.pid)
         time.sleep(a.idle)
-        idle = delta(t0, thread_cpu(p.process.pid))
+        idle = thread_cpu_delta(t0, thread_cpu(p.process.pid))
         t1 = thread_cpu(p.process.pid)
         started = time.perf_counter()
         sent = drive(control, a.rate, int(a.rate * a.seconds), label, a.blocks)
         time.sleep(6)  # their leases run out too: the reaper's share is counted
-        busy = delta(t1, thread_cpu(p.process.pid))
+        busy = thread_cpu_delta(t1, thread_cpu(p.process.pid))
         wall = time.perf_counter() - started
         # the requests' window also held the idle cost; per request is what is beyond it
         idle_per_s = sum(idle.values()) / a.idle
