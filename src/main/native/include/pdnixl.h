@@ -55,7 +55,8 @@ int pdx_mem_retire(uint64_t addr, uint64_t len);
 
 /* Page-aligned memory backed by the file at path (absolute), shared with any local process that maps
  * the same file: their writes are what this process registers and peers READ. Creates the file
- * (mode 0600, no symlink followed) or truncates it, reserves len zeroed bytes (so a full tmpfs fails
+ * (mode 0600, no symlink followed; a file a dead owner left is unlinked, never truncated, since an
+ * engine may still map it, and a new file takes its path), reserves len zeroed bytes (so a full tmpfs fails
  * here with PDX_ERR_NO_MEMORY, not with SIGBUS on a later write) and maps it MAP_SHARED. An exclusive
  * flock, held by the mapping itself, keeps a second live process from taking the same file
  * (PDX_ERR_BUSY); pdx_mem_retire releases it. The caller unlinks the file before retiring. */

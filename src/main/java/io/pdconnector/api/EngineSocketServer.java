@@ -1,5 +1,6 @@
 package io.pdconnector.api;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -7,6 +8,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.pdconnector.config.PdConfig;
 import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.annotations.RegisterForReflection;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -204,12 +206,14 @@ public class EngineSocketServer {
         }
     }
 
+    /** The reply frame's JSON, written in one pass (no tree of the body first). */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    @RegisterForReflection
+    record ReplyFrame(int status, Object body) {
+    }
+
     private byte[] encode(EngineSocketCalls.Reply reply) throws JsonProcessingException {
-        var out = json.createObjectNode().put("status", reply.status());
-        if (reply.body() != null) {
-            out.set("body", json.valueToTree(reply.body()));
-        }
-        return json.writeValueAsBytes(out);
+        return json.writeValueAsBytes(new ReplyFrame(reply.status(), reply.body()));
     }
 
     void stop(@Observes ShutdownEvent event) {

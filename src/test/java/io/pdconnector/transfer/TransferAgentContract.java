@@ -3,6 +3,7 @@ package io.pdconnector.transfer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -304,6 +306,39 @@ public abstract class TransferAgentContract {
         RegisteredRegion next = d.allocateShared("kv", file, 4096);
         assertTrue(Files.exists(file), "free again once its region was deregistered");
         d.deregister(next);
+    }
+
+    /**
+     * A pd-connector that was killed leaves its KV file behind while its engine still maps it (a worker
+     * copying a pull's blocks out, or a prompt's in). The next owner of the path must not truncate or zero
+     * that file under the engine, which would hand the engine zeros or, between the truncation and the
+     * new size, SIGBUS: it unlinks it and takes the path with a new file, which the engine maps anew.
+     */
+    @Test
+    void aFileADeadOwnerLeftIsReplacedAndWhatAnEngineMapsOfItStaysAsItWas(@TempDir Path dir) throws IOException {
+        Path file = dir.resolve("d-r0.kv");
+        int bytes = 64 * 1024;
+        try (FileChannel left = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE); Arena arena = Arena.ofConfined()) {
+            MemorySegment engineView = left.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+            Pattern.fill(engineView, 41); // the dead owner's last pull, which the engine is still copying
+            Object stale = Files.readAttributes(file, BasicFileAttributes.class).fileKey();
+
+            RegisteredRegion next = d.allocateShared("kv", file, bytes);
+            try {
+                assertEquals(-1, Pattern.firstMismatch(engineView, 0, bytes, 41, 0),
+                        "the engine's mapping of the old file keeps its bytes");
+                assertNotEquals(stale, Files.readAttributes(file, BasicFileAttributes.class).fileKey(),
+                        "the path names a new file");
+                assertEquals(-1, next.segment().mismatch(arena.allocate(bytes)), "the new region starts zeroed");
+                Pattern.fill(next.segment(), 3);
+                assertEquals(-1, Pattern.firstMismatch(engineView, 0, bytes, 41, 0),
+                        "the new owner's writes land in its own file only");
+            } finally {
+                d.deregister(next);
+            }
+        }
+        assertFalse(Files.exists(file));
     }
 
     /**
