@@ -12,11 +12,14 @@ every D leg moves the whole prompt's KV; TTFT is the time to the first streamed 
 a batch's requests over its wall time with `c` clients each sending one request after another. The answers of
 the two fleets to the same prompts are compared (greedy decoding: they must be equal). CPU seconds per request
 are the user + system time of each fleet's processes (vLLM servers and engine cores, pd-connector JVMs, its
-proxy) during its own batches, divided by the batch's requests. Prints a table and the plugin/stock ratios;
-writes target/vllm-bench/results.json.
+proxy) during its own batches, divided by the batch's requests. The plugin's instances log their timing lines
+(pd_log_timings), which the bench splits by batch: the time on P's scheduler thread, P's copy into its KV file and
+D's load (the pull as the plugin sees it, pd-connector's own pull_ms, the copy, the release). Prints a table, the
+plugin/stock ratios and where the plugin's time went; writes target/vllm-bench/results.json.
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 import threading
@@ -33,6 +36,14 @@ from fleet import Fleet, wait_registry_lists  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
+# The plugin's own timing lines (pd_log_timings): P's time on the scheduler thread per request, D's load of a request, split as the plugin sees it, and P's
+# copy into P's KV file
+LOAD_LINE = re.compile(r"D loaded \S+: .*?; pull ([0-9.]+) ms \(pd-connector's own ([0-9.-]+) ms[^)]*\), "
+                       r"copy ([0-9.]+) ms, release ([0-9.]+) ms")
+SAVE_LINE = re.compile(r"P saved \S+: .*, copy ([0-9.]+) ms")
+SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no params), sched ([0-9.]+) ms")
+PLUGIN_PARTS = ("sched", "save", "pull", "pd_pull", "copy", "release")
+
 REQUEST_TIMEOUT_S = 120.0
 BATCH_DEADLINE_S = 900.0
 
@@ -47,9 +58,34 @@ def start_plugin(fleet: Fleet):
     pd_p = fleet.pd_service("pd-p", "producer")
     pd_d = fleet.pd_service("pd-d", "consumer", peers=[pd_p])
     wait_registry_lists(pd_d, fleet.label + "-pd-p")
-    p = fleet.plugin_vllm("p", pd_p, wait=False)
-    d = fleet.plugin_vllm("d", pd_d, wait=False)
+    p = fleet.plugin_vllm("p", pd_p, wait=False, plugin_settings={"pd_log_timings": True})
+    d = fleet.plugin_vllm("d", pd_d, wait=False, plugin_settings={"pd_log_timings": True})
     return p, d
+
+
+class PluginTimings:
+    """The plugin's timing lines its P and D wrote during one batch: the log text appended meanwhile."""
+
+    def __init__(self, p, d):
+        self._logs = (p.process.log_path, d.process.log_path)
+        self._at = [0, 0]
+
+    def mark(self) -> None:
+        self._at = [path.stat().st_size for path in self._logs]
+
+    def since_mark(self) -> dict[str, list[float]]:
+        text = ""
+        for path, at in zip(self._logs, self._at):
+            with open(path, "rb") as f:
+                f.seek(at)
+                text += f.read().decode(errors="replace")
+        parts = {k: [] for k in PLUGIN_PARTS}
+        parts["sched"] = [float(m.group(2)) for m in SCHED_LINE.finditer(text)]
+        parts["save"] = [float(m.group(1)) for m in SAVE_LINE.finditer(text)]
+        for m in LOAD_LINE.finditer(text):
+            for key, value in zip(("pull", "pd_pull", "copy", "release"), m.groups()):
+                parts[key].append(float(value))
+        return parts
 
 
 def one_request(c: openai.OpenAI, prompt: list[int], output_tokens: int) -> tuple[float, str]:
@@ -126,6 +162,7 @@ def main(argv):
     with Fleet("bench-stock") as stock_fleet, Fleet("bench-plugin") as plugin_fleet:
         stock_p, stock_d = start_stock(stock_fleet)
         plugin_p, plugin_d = start_plugin(plugin_fleet)
+        timings = PluginTimings(plugin_p, plugin_d)
         Fleet.ready(stock_p, stock_d, plugin_p, plugin_d)
         proxies = {"stock": stock_fleet.proxy(stock_p, stock_d), "plugin": plugin_fleet.proxy(plugin_p, plugin_d)}
         fleets = {"stock": stock_fleet, "plugin": plugin_fleet}
@@ -137,9 +174,10 @@ def main(argv):
             batch(proxy.url, warm, 1, args.output_tokens)
             seed += args.warmup
 
-        results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": [], "cpu": 0.0}
-                   for f in proxies for c in levels}
+        results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": [], "cpu": 0.0,
+                            "plugin": {k: [] for k in PLUGIN_PARTS}} for f in proxies for c in levels}
         answers = {f: {} for f in proxies}
+        concurrency_of = {}  # prompt seed -> the concurrency both fleets answered it at
         for r in range(args.rounds):
             for c, n in ((c, max(1, args.requests // 3) if c == 1 else args.requests) for c in levels):
                 prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(n)]
@@ -147,14 +185,19 @@ def main(argv):
                 order = ["stock", "plugin"] if (r + c) % 2 == 0 else ["plugin", "stock"]
                 for f in order:  # both fleets get the same prompts, in alternating order
                     cpu0 = session_cpu_seconds(fleet_sessions(fleets[f]))
+                    timings.mark()
                     ttfts, wall, got, errors = batch(proxies[f].url, prompts, c, args.output_tokens)
                     row = results[(f, c)]
+                    if f == "plugin":
+                        for key, values in timings.since_mark().items():
+                            row["plugin"][key] += values
                     row["cpu"] += session_cpu_seconds(fleet_sessions(fleets[f])) - cpu0
                     row["ttft"] += ttfts
                     row["wall"] += wall
                     row["requests"] += len(ttfts)
                     row["errors"] += errors
                     answers[f].update(got)
+                    concurrency_of.update((s, c) for s, _ in prompts)
                     print(f"round {r + 1} c={c} {f}: {len(ttfts)} requests in {wall:.1f} s, "
                           f"TTFT p50 {statistics.median(ttfts) * 1000:.0f} ms, {len(errors)} errors", flush=True)
 
@@ -162,7 +205,9 @@ def main(argv):
     differ = sorted(s for s in common if answers["stock"][s] != answers["plugin"][s])
     report = {"machine_note": "both fleets measured alternately in one run", "concurrency": levels,
               "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens, "rounds": args.rounds,
-              "answers_compared": len(common), "answers_differing": len(differ), "rows": []}
+              "answers_compared": len(common), "answers_differing": len(differ),
+              "differing": [{"seed": s, "c": concurrency_of[s], "stock": answers["stock"][s],
+                             "plugin": answers["plugin"][s]} for s in differ], "rows": []}
     print(f"\n{'fleet':8} {'c':>2} {'requests':>8} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'req/s':>7} {'cpu s/req':>9} {'errors':>6}")
     for (f, c), row in results.items():
         if not row["ttft"]:
@@ -173,6 +218,10 @@ def main(argv):
                                "ttft_p90_ms": round(p90, 1), "requests_per_s": round(rps, 3),
                                "cpu_s_per_request": round(row["cpu"] / row["requests"], 4),
                                "errors": len(row["errors"])})
+        if f == "plugin":
+            report["rows"][-1]["plugin_ms"] = {
+                key: {"n": len(v), "p50": round(percentile(v, 50), 3), "p90": round(percentile(v, 90), 3)}
+                for key, v in row["plugin"].items() if v}
         print(f"{f:8} {c:>2} {row['requests']:>8} {p50:>12.0f} {p90:>12.0f} {rps:>7.2f} "
               f"{row['cpu'] / row['requests']:>9.3f} {len(row['errors']):>6}")
     by = {(x["fleet"], x["c"]): x for x in report["rows"]}
@@ -184,7 +233,15 @@ def main(argv):
         report[f"ratios_c{c}"] = {k: round(v, 3) for k, v in ratios.items()}
         print(f"  c={c}: TTFT p50 {ratios['ttft_p50']:.2f}x, p90 {ratios['ttft_p90']:.2f}x, "
               f"requests/s {ratios['requests_per_s']:.2f}x")
-    print(f"answers compared between the fleets: {len(common)}, differing: {len(differ)}")
+    print("\nwhere the plugin's time went, ms p50 / p90 (its timing lines): scheduler thread per P request, P's copy"
+          " into its KV file, D's load (pull as the plugin sees it, pd-connector's own pull_ms, copy, release):")
+    for row in report["rows"]:
+        if row["fleet"] == "plugin":
+            parts = row.get("plugin_ms", {})
+            print(f"  c={row['c']}: " + ", ".join(f"{k} {v['p50']:.2f} / {v['p90']:.2f}" for k, v in parts.items()))
+    by_c = {c: sum(1 for s in differ if concurrency_of[s] == c) for c in levels}
+    print(f"answers compared between the fleets: {len(common)}, differing: {len(differ)} "
+          f"(by concurrency: {', '.join(f'c={c}: {n}' for c, n in by_c.items())})")
     out = REPO / "target/vllm-bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")

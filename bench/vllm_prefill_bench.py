@@ -22,7 +22,6 @@ Writes target/vllm-bench/prefill.json.
 """
 import argparse
 import json
-import re
 import sys
 import threading
 import time
@@ -36,13 +35,12 @@ import openai  # noqa: E402
 
 from fleet import PLUGIN_CLASS, PLUGIN_MODULE, Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
-from vllm_pd_bench import percentile  # noqa: E402
+from vllm_pd_bench import SCHED_LINE, percentile  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
 BATCH_DEADLINE_S = 900.0
 LEASE_S = 5
-SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no params), sched ([0-9.]+) ms")
 
 
 def start(fleet: Fleet, kind: str):

@@ -274,11 +274,12 @@ class Fleet:
         return self.vllm(name, config, num_blocks, env, **kw)
 
     def plugin_vllm(self, name: str, pd: Endpoint, failure_policy: str = "fail", num_blocks: int | None = None,
-                    **kw) -> Endpoint:
-        """vLLM with the pd-connector plugin, talking to the pd-connector service `pd` beside it."""
+                    plugin_settings: dict | None = None, **kw) -> Endpoint:
+        """vLLM with the pd-connector plugin, talking to the pd-connector service `pd` beside it; `plugin_settings`
+        go into kv_connector_extra_config beside pd_url (e.g. pd_log_timings)."""
         config = {"kv_connector": PLUGIN_CLASS, "kv_connector_module_path": PLUGIN_MODULE, "kv_role": "kv_both",
                   "kv_buffer_device": "cpu", "kv_load_failure_policy": failure_policy,
-                  "kv_connector_extra_config": {"pd_url": pd.url}}
+                  "kv_connector_extra_config": {"pd_url": pd.url, **(plugin_settings or {})}}
         return self.vllm(name, config, num_blocks, **kw)
 
     def pd_service(self, name: str, role: str, lease: str = "30s", num_blocks: int = 256,
