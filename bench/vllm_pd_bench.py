@@ -36,8 +36,8 @@ from fleet import Fleet, wait_registry_lists  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
-# The plugin's own timing lines (pd_log_timings): P's time on the scheduler thread per request, D's load of a request, split as the plugin sees it, and P's
-# copy into P's KV file
+# The plugin's own timing lines (pd_log_timings): P's time on the scheduler thread per request, P's copy into
+# its KV file, and D's load of a request as the plugin splits it
 LOAD_LINE = re.compile(r"D loaded \S+: .*?; pull ([0-9.]+) ms \(pd-connector's own ([0-9.-]+) ms[^)]*\), "
                        r"copy ([0-9.]+) ms, release ([0-9.]+) ms")
 SAVE_LINE = re.compile(r"P saved \S+: .*, copy ([0-9.]+) ms")

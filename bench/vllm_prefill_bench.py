@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import openai  # noqa: E402
 
-from fleet import PLUGIN_CLASS, PLUGIN_MODULE, Fleet, metric  # noqa: E402
+from fleet import Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
 from vllm_pd_bench import SCHED_LINE, percentile  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
@@ -53,9 +53,7 @@ def start(fleet: Fleet, kind: str):
                   "kv_buffer_device": "cpu"}
         return fleet.vllm("p", config, python_paths=(str(REPO / "bench"),)), None
     pd = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=1024)
-    config = {"kv_connector": PLUGIN_CLASS, "kv_connector_module_path": PLUGIN_MODULE, "kv_role": "kv_both",
-              "kv_buffer_device": "cpu", "kv_connector_extra_config": {"pd_url": pd.url, "pd_log_timings": True}}
-    return fleet.vllm("p", config), pd
+    return fleet.plugin_vllm("p", pd, plugin_settings={"pd_log_timings": True}), pd
 
 
 def batch(url: str, prompts, concurrency: int):
