@@ -144,10 +144,15 @@ class StepLoopRunnerTest {
         OnceBusyWorker spinning = new OnceBusyWorker(true);
         try (StepLoop a = StepLoop.start(parking, DEADLINE, longPark);
                 StepLoop b = StepLoop.start(spinning, DEADLINE, longPark)) {
-            Thread.sleep(100); // parks double from 1 us: by 100 ms the parking loop stepped about 17 times
-
-            assertTrue(parking.steps < 100, "the parking loop stepped " + parking.steps + " times");
+            // the spinning loop's 100 spins and 100 yields are steps whatever they cost: a yield on a busy
+            // host may take a whole time slice, so wait for the count, not for a time
+            long until = System.nanoTime() + DEADLINE.toNanos();
+            while (spinning.steps <= 200 && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
             assertTrue(spinning.steps > 200, "the spinning loop stepped " + spinning.steps + " times");
+            // parks double from 1 us to 10 s: even 10 s after its start the parking loop stepped about 25 times
+            assertTrue(parking.steps < 100, "the parking loop stepped " + parking.steps + " times");
         }
     }
 
