@@ -9,6 +9,12 @@ last round trip in one batch: commits, aborts, returned grants and a new grant w
 So the scheduler thread never waits on the network, and a whole engine step costs one loopback round
 trip, off that thread.
 
+Nor does the scheduler thread wake that thread for each commit: with the caches as cold as a forward
+leaves them, waking it was about a fifth of the hooks' time (docs/performance.md, `--cold`).
+While commits come, the control thread looks for them every ``_POLL_S`` on its own; only after
+``_DOZE_AFTER_S`` without any does it sleep until woken, and then the next commit wakes it. A commit is
+not urgent: the params are out before it, and it only has to reach P within the grant's life.
+
 Why it is safe to hand the params out before P has the commit: the nonce is in the slot since the grant
 (L2), and the copy is done before ``request_finished`` runs; a decoder that reads before the commit
 gets the right bytes and P counts its read notification at the commit. A commit that never comes (the
@@ -31,6 +37,10 @@ log = logging.getLogger("vllm.pd_connector")
 # A grant is used for new requests during the first half of its life, and its params are handed out
 # only while this much of it is left: enough for the commit to reach P over a slow loopback.
 _HAND_OUT_MARGIN_S = 30.0
+# While the engine commits, the control thread polls for queued work this often (a commit reaches P at
+# most this much later than at once); after this long without a commit or abort it sleeps until woken.
+_POLL_S = 0.005
+_DOZE_AFTER_S = 1.0
 
 
 @dataclass
@@ -89,6 +99,8 @@ class PdControl:
         self._short = 0  # blocks a request could not find in any one grant: the next grant asks for them
         self._next_ask_at = 0.0  # after a grant that found too little free, P is not asked again at once
         self._stopping = False
+        self._polling = False  # the control thread looks for work every _POLL_S: a commit need not wake it
+        self._last_work_at = float("-inf")
         self._first_grant = threading.Event()
         self.stats = ControlStats()
         self._thread = threading.Thread(target=self._run, name="pd-control", daemon=True)
@@ -154,12 +166,20 @@ class PdControl:
         with self._cond:
             bound.grant.outstanding -= 1
             self._commits.append(item)
-            self._cond.notify()
+            if not self._polling:
+                self._cond.notify()
 
     def abort(self, pd_id: str) -> None:
         with self._cond:
             self._aborts.append(pd_id)
-            self._cond.notify()
+            if not self._polling:
+                self._cond.notify()
+
+    @property
+    def polling(self) -> bool:
+        """Whether the control thread finds queued commits by itself (the engine is committing)."""
+        with self._cond:
+            return self._polling
 
     # ---- the control thread -------------------------------------------------------------------------
 
@@ -178,11 +198,17 @@ class PdControl:
             with self._cond:
                 while not (self._stopping or self._commits or self._aborts or self._returns
                            or self._needs_credit()):
+                    now = self._clock()
+                    self._polling = now - self._last_work_at < _DOZE_AFTER_S
                     # short of credit and backing off: wake when P may be asked again, not a second later
-                    backoff = self._next_ask_at - self._clock()
-                    self._cond.wait(timeout=min(1.0, backoff) if backoff > 0 else 1.0)
+                    backoff = self._next_ask_at - now
+                    timeout = min(1.0, backoff) if backoff > 0 else 1.0
+                    self._cond.wait(timeout=min(_POLL_S, timeout) if self._polling else timeout)
                     self._retire()
                 self._retire()
+                if self._commits or self._aborts:
+                    self._last_work_at = self._clock()
+                    self._polling = True  # commits queued during this round trip are found after it
                 if self._stopping and not (self._commits or self._aborts):
                     return
                 body: dict[str, Any] = {"commits": self._commits, "aborts": self._aborts, "returns": self._returns}

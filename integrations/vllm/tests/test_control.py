@@ -131,6 +131,46 @@ def test_the_scheduler_thread_takes_and_commits_while_pd_connector_does_not_answ
     c.close(5)
 
 
+class CountedWakeups:
+    """Counts the scheduler thread's wake-ups of the control thread (each costs it a thread switch)."""
+
+    def __init__(self, control):
+        self.count = 0
+        cond = control._cond
+        notify = cond.notify
+
+        def counted(n=1):
+            self.count += 1
+            notify(n)
+        cond.notify = counted
+
+
+def test_while_the_engine_commits_the_control_thread_finds_the_commits_without_being_woken_for_each():
+    clock = Clock()
+    p = ScriptedP()
+    c = started(p, blocks=64, leases=32, clock=clock)  # credit for all seven: no take asks for more
+    wakeups = CountedWakeups(c)
+
+    def committed():
+        return sum(len(b.get("commits", [])) for b in p.bodies)
+
+    first = c.take(1)
+    c.commit(first, "r0", 4)
+    assert wakeups.count == 1, "a commit after a quiet spell wakes the control thread"
+    wait_until(lambda: committed() == 1 and c.polling, "the first commit sent, the control thread polling")
+    for i in range(1, 6):  # the engine keeps committing: no wake-ups, every commit still leaves
+        c.commit(c.take(1), f"r{i}", 4)
+    assert wakeups.count == 1, "the scheduler thread woke the control thread while it was polling"
+    wait_until(lambda: committed() == 6, "the commits found by the polling control thread sent")
+
+    clock.now += 2.0  # a quiet spell: the control thread stops polling and sleeps until woken
+    wait_until(lambda: not c.polling, "the control thread asleep after a second without commits")
+    c.commit(c.take(1), "r6", 4)
+    assert wakeups.count == 2, "the first commit after the quiet spell did not wake the control thread"
+    wait_until(lambda: committed() == 7, "that commit sent")
+    c.close(5)
+
+
 def test_distinct_requests_get_distinct_blocks_and_nonces_and_a_given_back_share_is_reused():
     c = started(ScriptedP())
     a, b = c.take(2), c.take(2)
