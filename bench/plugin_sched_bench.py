@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The vLLM plugin's time on vLLM's scheduler thread per P request, without vLLM: the scheduler side's three
+"""The vLLM plugin's time on vLLM's scheduler thread per P request, without vLLM: the scheduler side's four
 hooks (get_num_new_matched_tokens, which takes the request's share of the grant, update_state_after_alloc,
-build_connector_meta's share, request_finished) driven as vLLM's scheduler drives them, over the real control path (control.PdControl and its background thread) against a pd-connector
-that answers batches at once (so nothing here waits on a network, which is the point of the design).
+build_connector_meta's share, request_finished) driven as vLLM's scheduler drives them, over the real control
+path (control.PdControl and its background thread) against a pd-connector that answers batches at once (so
+nothing here waits on a network, which is the point of the design).
 
     PYTHONPATH=integrations/vllm python bench/plugin_sched_bench.py [--requests 20000] [--per-step 1,16] [--cold]
 
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations/vllm"))
 
@@ -70,9 +72,9 @@ class InstantP:
             return answer
 
 
-class Caches:
-    """Evicts the CPU caches between hooks when cold: a numpy copy of more than the last-level cache holds,
-    which (like a forward's torch ops) leaves the GIL to the plugin's other threads meanwhile."""
+class HookTimer:
+    """Times each hook; when cold, evicts the CPU caches before it: a numpy copy of more than the last-level
+    cache holds, which (like a forward's torch ops) leaves the GIL to the plugin's other threads meanwhile."""
 
     def __init__(self, cold: bool):
         if cold:
@@ -82,12 +84,16 @@ class Caches:
         else:
             self.src = None
 
-    def evict(self):
+    def timed(self, hook, *args) -> tuple[Any, int]:
+        """The hook's result and its nanoseconds, the caches evicted first when cold."""
         if self.src is not None:
             self.copyto(self.dst, self.src)
+        t0 = time.perf_counter_ns()
+        result = hook(*args)
+        return result, time.perf_counter_ns() - t0
 
 
-def run(requests: int, per_step: int, caches: Caches) -> list[float]:
+def run(requests: int, per_step: int, timer: HookTimer) -> list[float]:
     control = PdControl(InstantP(), 4096, 4096, verify=True)
     control.start()
     control.wait_for_credit(10)
@@ -98,25 +104,17 @@ def run(requests: int, per_step: int, caches: Caches) -> list[float]:
         reqs = [Request(f"r{step}-{i}", prompt, {"do_remote_decode": True}) for i in range(per_step)]
         spent = {}
         for r in reqs:  # schedule(): each waiting request's share of the grant, then its allocation
-            caches.evict()
-            t0 = time.perf_counter_ns()
-            sched.get_num_new_matched_tokens(r, 0)
-            spent[r.request_id] = time.perf_counter_ns() - t0
-            caches.evict()
-            t0 = time.perf_counter_ns()
-            sched.update_state_after_alloc(r, [1, 2, 3], [], 0)
-            spent[r.request_id] += time.perf_counter_ns() - t0
-        caches.evict()
-        t0 = time.perf_counter_ns()  # build_connector_meta(): the step's plan, shared by its requests
-        sched.build_plan({r.request_id: 300 for r in reqs}, lambda rid: [1, 2, 3])
-        share = (time.perf_counter_ns() - t0) / per_step
+            _, matched_ns = timer.timed(sched.get_num_new_matched_tokens, r, 0)
+            _, alloc_ns = timer.timed(sched.update_state_after_alloc, r, [1, 2, 3], [], 0)
+            spent[r.request_id] = matched_ns + alloc_ns
+        # build_connector_meta(): the step's plan, shared by its requests
+        _, plan_ns = timer.timed(sched.build_plan, {r.request_id: 300 for r in reqs}, lambda rid: [1, 2, 3])
+        share = plan_ns / per_step
         for r in reqs:  # update_from_output(): each finished request
             r.num_computed_tokens = 300
             r.status = Status.FINISHED_LENGTH_CAPPED
-            caches.evict()
-            t0 = time.perf_counter_ns()
-            _, params = sched.request_finished(r)
-            spent[r.request_id] += time.perf_counter_ns() - t0 + share
+            (_, params), finished_ns = timer.timed(sched.request_finished, r)
+            spent[r.request_id] += finished_ns + share
             assert params is not None, "a request got no params: the credit ran dry"
         times += [v / 1e6 for v in spent.values()]
     control.close(10)
@@ -129,10 +127,10 @@ def main(argv):
     parser.add_argument("--per-step", default="1,16")
     parser.add_argument("--cold", action="store_true", help="evict the CPU caches before each hook, as a forward does")
     args = parser.parse_args(argv)
-    caches = Caches(args.cold)
+    timer = HookTimer(args.cold)
     for per_step in (int(x) for x in args.per_step.split(",")):
-        run(min(2000, args.requests), per_step, caches)  # warm-up
-        t = sorted(run(args.requests, per_step, caches))
+        run(min(2000, args.requests), per_step, timer)  # warm-up
+        t = sorted(run(args.requests, per_step, timer))
         q = lambda p: t[min(len(t) - 1, int(p / 100 * len(t)))]  # noqa: E731
         print(f"{per_step:>3} requests per step: {len(t)} requests, scheduler thread per request "
               f"p50 {q(50):.4f} ms, p99 {q(99):.4f} ms, max {t[-1]:.3f} ms")
