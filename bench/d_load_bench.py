@@ -205,7 +205,9 @@ def main() -> None:
     ap.add_argument("--geometry", default="tiny,qwen")
     ap.add_argument("--prompts", default="300,4096")
     ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=30)
+    # pd-connector's per-pull code (the frame's JSON, the pull's checks, its reply) runs once per pull: after 30
+    # pulls it is still interpreted and a small pull took 3-4x what it takes once the JIT compiled it (~1,000)
+    ap.add_argument("--warmup", type=int, default=1000, help="unmeasured loads per row first (the JVMs' JIT)")
     ap.add_argument("--channel", choices=sorted(CHANNELS), default="both",
                     help="how the plugin's pull and release reach D's pd-connector: one row per channel")
     a = ap.parse_args()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,10 @@ class Grant:
     """One grant as the plugin holds it; times are this process's monotonic clock, taken before asking."""
 
     id: str
-    blocks: list[int]
-    leases: list[tuple[int, int]]  # (slot, nonce); empty on an instance without lease verification
+    # taken from the left on the scheduler thread, topped up on the right: a deque, so a take costs its own
+    # blocks, not a copy of the whole grant's (about P's whole KV file when the credit is automatic)
+    blocks: deque[int]
+    leases: deque[tuple[int, int]]  # (slot, nonce); empty on an instance without lease verification
     rank_files: list[tuple[str | None, int]]
     template: dict[str, Any]
     retire_at: float
@@ -123,8 +126,8 @@ class PdControl:
             for g in self._grants:
                 if g.dead or now >= g.retire_at or len(g.blocks) < n_blocks or (self._verify and not g.leases):
                     continue
-                blocks, g.blocks = g.blocks[:n_blocks], g.blocks[n_blocks:]
-                slot, nonce = g.leases.pop(0) if self._verify else (None, None)
+                blocks = [g.blocks.popleft() for _ in range(n_blocks)]
+                slot, nonce = g.leases.popleft() if self._verify else (None, None)
                 g.outstanding += 1
                 if self._needs_credit():
                     self._cond.notify()
@@ -142,9 +145,9 @@ class PdControl:
         """A request that hands out no params: its blocks and slot serve another request."""
         with self._cond:
             g = bound.grant
-            g.blocks = bound.blocks + g.blocks
+            g.blocks.extendleft(reversed(bound.blocks))
             if bound.slot is not None:
-                g.leases.insert(0, (bound.slot, bound.nonce))
+                g.leases.appendleft((bound.slot, bound.nonce))
             g.outstanding -= 1
 
     def params(self, bound: Bound, pd_id: str, num_tokens: int) -> dict[str, Any]:
@@ -276,8 +279,8 @@ class PdControl:
             extended.leases.extend((int(x["slot"]), int(x["nonce"])) for x in g["leases"])
             return
         ttl = float(g["expires_in_ms"]) / 1000.0
-        grant = Grant(str(g["grant_id"]), [int(b) for b in g["block_ids"]],
-                      [(int(x["slot"]), int(x["nonce"])) for x in g["leases"]],
+        grant = Grant(str(g["grant_id"]), deque(int(b) for b in g["block_ids"]),
+                      deque((int(x["slot"]), int(x["nonce"])) for x in g["leases"]),
                       [(r.get("kv_file"), int(r["region_bytes"])) for r in g["ranks"]], dict(g["params_template"]),
                       retire_at=sent_at + ttl / 2, valid_until=sent_at + ttl)
         if not grant.blocks or (self._verify and not grant.leases):

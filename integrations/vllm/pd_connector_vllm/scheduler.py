@@ -97,9 +97,10 @@ class PdScheduler:
         params = request.kv_transfer_params
         if wants_remote_decode(params):
             start = time.perf_counter_ns()
-            produced = self._producing.setdefault(request.request_id,
-                                                  _Produced(request, pd_request_id(request.request_id),
-                                                            waiting_since=self._clock()))
+            produced = self._producing.get(request.request_id)
+            if produced is None:  # vLLM asks for the share first; were it not to, the request is tracked from here
+                produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
+                self._producing[request.request_id] = produced
             produced.sched_ns += time.perf_counter_ns() - start
             return
         if not wants_remote_prefill(params):
