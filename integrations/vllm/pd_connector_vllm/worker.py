@@ -115,7 +115,7 @@ class PdWorker:
                               "request's KV until the grant expires", spec.grant_id, return_error)
 
     def _save(self, spec: SaveSpec) -> None:
-        g = self._require_registered()
+        self._require_registered()
         if len(spec.rank_files) != self._tp:
             raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
         path, region_bytes = spec.rank_files[self._rank]
