@@ -13,7 +13,8 @@ Each request is a completion of a prompt of token ids no cache has seen, `max_to
 so stock P and pd-connector hold it until their lease (5 s here) runs out. Reported per fleet and concurrency:
 requests/s (requests over the batch's wall time, `c` clients each sending one request after another), latency
 p50, CPU seconds per request of the fleet's processes (vLLM's server and engine core, pd-connector's JVM), and
-for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines) and
+for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines; p50
+per hook in the JSON row) and
 the KV bytes D-facing HTTP carried (none: P's engine path has no KV read-out). Ratios against no connector.
 With --threads, each row also says where the CPU went: ms per request of each thread kind, by the OS names of
 process and thread (the plugin names its own `pd-control` and `pd-load`; pd-connector's step loops are
@@ -35,7 +36,7 @@ import openai  # noqa: E402
 
 from fleet import Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
-from vllm_pd_bench import SCHED_LINE, percentile  # noqa: E402
+from vllm_pd_bench import SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT, percentile  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
@@ -141,7 +142,12 @@ def main(argv):
                 if kind == "plugin":
                     with open(p.process.log_path, errors="replace") as f:
                         f.seek(log_from)
-                        sched = [float(m.group(2)) for m in SCHED_LINE.finditer(f.read())]
+                        text = f.read()
+                    sched = [float(m.group(2)) for m in SCHED_LINE.finditer(text)]
+                    split = [tuple(float(x) for x in m.groups()) for m in SCHED_SPLIT.finditer(text)]
+                    if split:  # where the scheduler thread's time went, p50 per hook
+                        row["sched_hooks_ms_p50"] = {h: round(percentile([x[i] for x in split], 50), 4)
+                                                     for i, h in enumerate(SCHED_HOOKS)}
                     row["sched_ms_p50"] = round(percentile(sched, 50), 4) if sched else None
                     row["sched_ms_p99"] = round(percentile(sched, 99), 4) if sched else None
                     row["sched_samples"] = len(sched)

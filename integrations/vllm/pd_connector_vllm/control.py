@@ -129,7 +129,7 @@ class PdControl:
                 blocks = [g.blocks.popleft() for _ in range(n_blocks)]
                 slot, nonce = g.leases.popleft() if self._verify else (None, None)
                 g.outstanding += 1
-                if self._needs_credit():
+                if self._running_low(g):
                     self._cond.notify()
                 return Bound(g, blocks, slot, nonce)
             self.stats.no_credit += 1
@@ -188,6 +188,14 @@ class PdControl:
             return self._polling
 
     # ---- the control thread -------------------------------------------------------------------------
+
+    def _running_low(self, taken_from: Grant) -> bool:
+        """_needs_credit after a take from ``taken_from``, without summing over every grant while that grant alone
+        still holds more than half the target (with cold caches the sums are about half of a take)."""
+        if self._short == 0 and len(taken_from.blocks) > self._target_blocks // 2 and (
+                not self._verify or len(taken_from.leases) > self._target_leases // 2):
+            return False
+        return self._needs_credit()
 
     def _needs_credit(self) -> bool:
         now = self._clock()

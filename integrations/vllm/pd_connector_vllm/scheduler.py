@@ -32,8 +32,11 @@ class _Produced:
     pd_id: str
     planned: bool = False
     bound: Bound | None = None
-    sched_ns: int = 0
     waiting_since: float = 0.0
+    # its time on the scheduler thread, by hook: its share of the grant, the allocation, the step's plan, the finish
+    share_ns: int = 0
+    alloc_ns: int = 0
+    plan_ns: int = 0
 
 
 class PdScheduler:
@@ -50,7 +53,6 @@ class PdScheduler:
         self._producing: dict[str, _Produced] = {}
         self._plan = StepPlan()
         self._warned_no_producer = False
-        self._sched_ns: dict[str, int] = {}  # D requests: time on this thread so far
 
     # ---- D: what to load ----------------------------------------------------------------------
 
@@ -65,7 +67,7 @@ class PdScheduler:
             ready = self._share_for(request)
             produced = self._producing.get(request.request_id)
             if produced is not None:
-                produced.sched_ns += time.perf_counter_ns() - start
+                produced.share_ns += time.perf_counter_ns() - start
             return (0, False) if ready else (None, False)
         if not wants_remote_prefill(request.kv_transfer_params):
             return 0, False
@@ -101,7 +103,7 @@ class PdScheduler:
             if produced is None:  # vLLM asks for the share first; were it not to, the request is tracked from here
                 produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
                 self._producing[request.request_id] = produced
-            produced.sched_ns += time.perf_counter_ns() - start
+            produced.alloc_ns += time.perf_counter_ns() - start
             return
         if not wants_remote_prefill(params):
             return
@@ -133,7 +135,7 @@ class PdScheduler:
             spec = self._take(produced, block_ids_of(req_id))
             if spec is not None:
                 self._plan.saves.append(spec)
-            produced.sched_ns += time.perf_counter_ns() - start
+            produced.plan_ns += time.perf_counter_ns() - start
         plan, self._plan = self._plan, StepPlan()
         return plan
 
@@ -177,9 +179,13 @@ class PdScheduler:
         produced = self._producing.pop(request.request_id, None)
         if produced is not None:
             params = self._finish(produced, request)
-            sched_ms = (produced.sched_ns + time.perf_counter_ns() - start) / 1e6
-            log.log(self._timing_level, "P request %s: %s, sched %.3f ms", request.request_id,
-                    "params handed out, commit queued" if params else "no params", sched_ms)
+            finish_ns = time.perf_counter_ns() - start
+            if log.isEnabledFor(self._timing_level):
+                log.log(self._timing_level, "P request %s: %s, sched %.3f ms (share %.3f, alloc %.3f, plan %.3f, "
+                        "finish %.3f)", request.request_id,
+                        "params handed out, commit queued" if params else "no params",
+                        (produced.share_ns + produced.alloc_ns + produced.plan_ns + finish_ns) / 1e6,
+                        produced.share_ns / 1e6, produced.alloc_ns / 1e6, produced.plan_ns / 1e6, finish_ns / 1e6)
             return False, params
         if wants_remote_prefill(request.kv_transfer_params):
             self._plan.releases.append(LoadSpec(request.request_id, pd_request_id(request.request_id),

@@ -171,6 +171,21 @@ def test_while_the_engine_commits_the_control_thread_finds_the_commits_without_b
     c.close(5)
 
 
+def test_a_take_wakes_the_sleeping_control_thread_only_when_it_runs_the_credit_down_to_half():
+    clock = Clock()
+    p = ScriptedP()
+    c = started(p, blocks=16, leases=16, clock=clock)
+    wakeups = CountedWakeups(c)
+    clock.now += 2.0  # no commits yet: the control thread sleeps until woken
+    wait_until(lambda: not c.polling, "the control thread asleep")
+    c.take(4)
+    assert wakeups.count == 0, "12 of 16 blocks left: the take woke the control thread for nothing"
+    c.take(4)
+    assert wakeups.count == 1, "8 of 16 blocks left: the take did not wake the control thread to top the credit up"
+    wait_until(lambda: sum("grant" in b for b in p.bodies) == 2, "more credit asked of P")
+    c.close(5)
+
+
 def test_distinct_requests_get_distinct_blocks_and_nonces_and_a_given_back_share_is_reused():
     c = started(ScriptedP())
     a, b = c.take(2), c.take(2)

@@ -1,6 +1,10 @@
 """The scheduler side's decisions: when P reserves, what it saves, what request_finished returns;
 what D loads, into which blocks, and that each pull happens once."""
 
+import logging
+import re
+import time
+
 from pd_connector_vllm.control import Bound, Grant
 from pd_connector_vllm.params import pd_request_id
 from pd_connector_vllm.scheduler import PdScheduler
@@ -82,6 +86,32 @@ def test_p_request_finished_hands_out_the_grants_params_queues_the_commit_and_le
     assert params == {"remote_engine_id": "p0", "remote_request_id": req.request_id, "remote_block_ids": [[40, 41, 42]],
                       "remote_num_tokens": 10, "remote_lease_slot": 3, "remote_lease_nonce": 123456789}
     assert control.calls[-1] == ("commit", req.request_id, 10, (40, 41, 42))
+
+
+class SlowTake(FakeControl):
+    """A take that holds the scheduler thread for 3 ms: the hook that takes the share is then the slow one."""
+
+    def take(self, n):
+        time.sleep(0.003)
+        return super().take(n)
+
+
+def test_each_p_requests_timing_line_splits_its_scheduler_thread_time_by_hook(caplog):
+    control = SlowTake()
+    s = PdScheduler(control, BS, timing_level=logging.INFO)
+    req = p_request()
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False)   # takes its share (3 ms)
+    s.update_state_after_alloc(req, [1, 2, 3], [], 0)
+    s.build_plan({req.request_id: 10}, lambda rid: [1, 2, 3])
+    req.status = Status.FINISHED_LENGTH_CAPPED
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        assert s.request_finished(req)[1] is not None
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"P request {req.request_id}:")]
+    m = re.search(r"sched ([0-9.]+) ms \(share ([0-9.]+), alloc ([0-9.]+), plan ([0-9.]+), finish ([0-9.]+)\)", line)
+    assert m, line
+    total, share, alloc, plan, finish = (float(x) for x in m.groups())
+    assert abs(share + alloc + plan + finish - total) <= 0.003, f"the hooks add up to the total: {line}"
+    assert share >= 3.0 > max(alloc, plan, finish), f"the slow take is the share's: {line}"
 
 
 def test_p_request_aborted_after_its_save_gives_its_share_back_and_returns_no_params():
