@@ -42,7 +42,7 @@ LOAD_LINE = re.compile(r"D loaded \S+: .*?; pull ([0-9.]+) ms \(pd-connector's o
                        r"copy ([0-9.]+) ms, release ([0-9.]+) ms")
 SAVE_LINE = re.compile(r"P saved \S+: .*, copy ([0-9.]+) ms")
 SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no params), sched ([0-9.]+) ms")
-# the same line's split by hook (plugin from a571275 on): its share of the grant, the allocation, the plan, the finish
+# the same line's split by hook (plugin from 9a3e5e2 on): its share of the grant, the allocation, the plan, the finish
 SCHED_HOOKS = ("share", "alloc", "plan", "finish")
 SCHED_SPLIT = re.compile(r"sched [0-9.]+ ms \(share ([0-9.]+), alloc ([0-9.]+), plan ([0-9.]+), finish ([0-9.]+)\)")
 PLUGIN_PARTS = ("sched", "save", "pull", "pd_pull", "copy", "release")

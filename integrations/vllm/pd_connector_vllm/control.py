@@ -187,8 +187,6 @@ class PdControl:
         with self._cond:
             return self._polling
 
-    # ---- the control thread -------------------------------------------------------------------------
-
     def _running_low(self, taken_from: Grant) -> bool:
         """_needs_credit after a take from ``taken_from``, without summing over every grant while that grant alone
         still holds more than half the target (with cold caches the sums are about half of a take)."""
@@ -196,6 +194,8 @@ class PdControl:
                 not self._verify or len(taken_from.leases) > self._target_leases // 2):
             return False
         return self._needs_credit()
+
+    # ---- the control thread -------------------------------------------------------------------------
 
     def _needs_credit(self) -> bool:
         now = self._clock()

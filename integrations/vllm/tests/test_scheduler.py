@@ -111,7 +111,7 @@ def test_each_p_requests_timing_line_splits_its_scheduler_thread_time_by_hook(ca
     assert m, line
     total, share, alloc, plan, finish = (float(x) for x in m.groups())
     assert abs(share + alloc + plan + finish - total) <= 0.003, f"the hooks add up to the total: {line}"
-    assert share >= 3.0 > max(alloc, plan, finish), f"the slow take is the share's: {line}"
+    assert share >= 3.0, f"the slow take is counted in the share: {line}"
 
 
 def test_p_request_aborted_after_its_save_gives_its_share_back_and_returns_no_params():
