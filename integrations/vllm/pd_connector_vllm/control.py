@@ -189,11 +189,9 @@ class PdControl:
 
     def _running_low(self, taken_from: Grant) -> bool:
         """_needs_credit after a take from ``taken_from``, without summing over every grant while that grant alone
-        still holds more than half the target (with cold caches the sums are about half of a take)."""
-        if self._short == 0 and len(taken_from.blocks) > self._target_blocks // 2 and (
-                not self._verify or len(taken_from.leases) > self._target_leases // 2):
-            return False
-        return self._needs_credit()
+        is not short (the usable grants together hold at least as much; with cold caches the sums are about half of
+        a take)."""
+        return self._short_of(len(taken_from.blocks), len(taken_from.leases)) and self._needs_credit()
 
     # ---- the control thread -------------------------------------------------------------------------
 
@@ -202,9 +200,12 @@ class PdControl:
         usable = [g for g in self._grants if not g.dead and now < g.retire_at]
         blocks = sum(len(g.blocks) for g in usable)
         leases = sum(len(g.leases) for g in usable)
-        return not self._asking and now >= self._next_ask_at and (
-            blocks < self._target_blocks // 2 + 1 or self._short > 0
-            or (self._verify and leases < self._target_leases // 2 + 1))
+        return not self._asking and now >= self._next_ask_at and self._short_of(blocks, leases)
+
+    def _short_of(self, blocks: int, leases: int) -> bool:
+        """Whether this much credit calls for more: at most half the target left, or a request found too little."""
+        return (blocks < self._target_blocks // 2 + 1 or self._short > 0
+                or (self._verify and leases < self._target_leases // 2 + 1))
 
     def _run(self) -> None:
         name_current_thread("pd-control")
