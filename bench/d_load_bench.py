@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""D's load as vLLM sees it (the plugin's load thread: pull, copy from D's KV file into vLLM's blocks, release)
-against what it cannot do without: pd-connector's own pull_ms plus one memcpy of the same bytes.
+"""D's load as vLLM sees it (the plugin's load thread: pull, copy from D's KV file into vLLM's blocks, the epochs
+checked or the release waited for) against what it cannot do without: pd-connector's own pull_ms plus one memcpy.
 
     JAVA_HOME=... PD_NIXL_HOME=.../nixl-cu12-1.5.1 PYTHONPATH=integrations/vllm \\
         <vLLM venv>/bin/python bench/d_load_bench.py [--geometry tiny,qwen] [--prompts 300,4096] [--n 100] \\
@@ -9,11 +9,15 @@ against what it cannot do without: pd-connector's own pull_ms plus one memcpy of
 Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
 prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
-(``PdWorker._pull_and_copy``, what a load thread runs), split into the pull as the plugin sees it, the copy and
-the release; over HTTP and over D's engine socket (the path D's kv-layout names), loads taking turns, one row each
+(``PdWorker._pull_and_copy``, what a load thread runs up to reporting the load), split into the pull as the plugin
+sees it, the copy and the release (0 when the pull's epochs vouched for the copy and the release followed it);
+over HTTP and over D's engine socket (the path D's kv-layout names), loads taking turns, one row each
 (``--channel``). For reference it then times the previous engine path on as many pulls of the same size, in a loop
 of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
-between two contiguous buffers, on the load thread. Prints one row per geometry, prompt length and channel
+between two contiguous buffers, on the load thread. The ``socket-rf`` row (unless ``--no-baseline``) is the same
+run's baseline: loads over the socket whose client drops the reply's ``blocks_epoch``, so each waits for its
+release before it is reported, as before D's files carried epochs; it takes its turn with the others, and the
+socket row says its load as a ratio to it. Prints one row per geometry, prompt length and channel
 (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
 from __future__ import annotations
@@ -61,6 +65,24 @@ class TimedClient(PdClient):
         self.release_s = time.perf_counter() - t0
 
 
+class ReleaseFirstClient(TimedClient):
+    """The same client with the pull's epoch dropped from its reply: the load waits for its release before it is
+    reported, as every load did before D's files carried epochs (the same run's baseline)."""
+
+    def pull(self, request_id, token_ids, params, decode_rank):
+        reply = super().pull(request_id, token_ids, params, decode_rank)
+        reply.pop("blocks_epoch", None)
+        return reply
+
+
+def row_kinds(channels: tuple[str, ...], baseline: bool) -> dict[str, tuple[str, type]]:
+    """Row name -> (the D worker's pd_engine_channel, its client class)."""
+    kinds = {ch: (ch, TimedClient) for ch in channels}
+    if baseline and "socket" in channels:
+        kinds["socket-rf"] = ("socket", ReleaseFirstClient)
+    return kinds
+
+
 def caches(layers: int, heads: int, dim: int, blocks: int, seed: int | None) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     return {f"model.layers.{i}.self_attn.attn": (torch.randn(blocks, heads, BLOCK_TOKENS, 2 * dim, generator=gen)
@@ -84,7 +106,8 @@ def read_out(url: str, request_id: str) -> bytes:
         conn.close()
 
 
-def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: tuple[str, ...]) -> list[dict]:
+def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: tuple[str, ...],
+                 baseline: bool) -> list[dict]:
     layers, heads, dim = GEOMETRIES[name]
     work = Path(tempfile.mkdtemp(prefix="pd-dload-bench-", dir="/dev/shm"))
     services = []
@@ -106,12 +129,13 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
         # One D worker per channel, registered as the plugin registers: engine_channel=socket makes it
         # use_engine_socket(kv-layout's engine_socket), and fails loudly if that cannot be reached.
         d_side = {}
-        for ch in channels:
-            client = TimedClient(d.url)
+        kinds = row_kinds(channels, baseline)
+        for kind, (ch, client_class) in kinds.items():
+            client = client_class(d.url)
             worker = PdWorker(client, 0, 1, 1, engine_channel=ch)
             worker.register(caches(layers, heads, dim, nb, seed=None), layout)
             assert client.engine_socket == (layout["engine_socket"] if ch == "socket" else None)
-            d_side[ch] = (client, worker)
+            d_side[kind] = (client, worker)
         seq = 0
 
         def prefill(tokens: int) -> tuple[str, list[int], dict]:
@@ -132,19 +156,24 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
             src.fill_(1)
             dst.fill_(0)
             keys = ("load", "pull", "pd_pull", "copy", "release", "memcpy")
-            samples = {ch: {k: [] for k in keys} for ch in channels}
+            samples = {kind: {k: [] for k in keys} for kind in kinds}
             # The channels take turns, load by load, so drift on this machine (the JIT, other work) weighs on
             # both alike.
             for i in range(warmup + n):
                 for ch, (d_client, d_worker) in d_side.items():
                     rid, ids, params = prefill(tokens)
                     spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
+                    d_client.release_s = 0.0
                     t0 = time.perf_counter()
-                    reason = d_worker._pull_and_copy(spec)
+                    reason, release_owed = d_worker._pull_and_copy(spec)
                     t_load = time.perf_counter() - t0
                     if reason is not None:
                         raise RuntimeError(f"load of {rid} over {ch} failed: {reason}")
-                    reply, t_pull, t_release = d_client.last_reply, d_client.pull_s, d_client.release_s
+                    # a load its epochs vouched for is vLLM's once copied: its release follows, off the clock
+                    t_release = d_client.release_s
+                    if release_owed:
+                        d_worker._release_after_load(spec)
+                    reply, t_pull = d_client.last_reply, d_client.pull_s
                     t1 = time.perf_counter()
                     ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
                     t_memcpy = time.perf_counter() - t1
@@ -170,7 +199,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                 if i >= warmup:
                     http_path.append(1000 * t_http)
                     http_pd_pull.append(float(reply2["timings"]["pull_ms"]))
-            for ch in channels:
+            for ch in kinds:
                 xs = dict(samples[ch], http_path=http_path, http_pd_pull=http_pd_pull)
                 xs["floor"] = [a + b for a, b in zip(xs["pd_pull"], xs["memcpy"])]
                 row = {"geometry": name, "tokens": tokens, "channel": ch, "blocks": blocks, "mib": nbytes / 2**20,
@@ -180,14 +209,19 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                     row[key] = {"p50": statistics.median(xs[key]), "p90": pct(xs[key], 0.9)}
                 row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
                 row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(xs["load"], xs["floor"]))
+                if ch == "socket" and "socket-rf" in samples:
+                    row["load_vs_release_first_p50"] = row["load"]["p50"] / statistics.median(
+                        samples["socket-rf"]["load"])
                 rows.append(row)
-                print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB {ch:6s} | load p50 "
+                vs = (f" | {row['load_vs_release_first_p50']:.2f}x of socket-rf"
+                      if "load_vs_release_first_p50" in row else "")
+                print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB {ch:9s} | load p50 "
                       f"{row['load']['p50']:7.2f} p90 {row['load']['p90']:7.2f} | pd pull_ms p50 "
                       f"{row['pd_pull']['p50']:6.2f} + memcpy {row['memcpy']['p50']:6.2f} = {row['floor']['p50']:7.2f} "
                       f"| ratio {row['ratio_p50']:.2f} (per pull {row['ratio_each_p50']:.2f}) | plugin's pull "
                       f"{row['pull']['p50']:.2f} copy {row['copy']['p50']:.2f} release {row['release']['p50']:.2f} "
                       f"| old path (pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 "
-                      f"{row['http_path']['p90']:7.2f}", flush=True)
+                      f"{row['http_path']['p90']:7.2f}{vs}", flush=True)
         p_worker.shutdown()
         for _, worker in d_side.values():
             worker.shutdown()
@@ -210,11 +244,14 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000, help="unmeasured loads per row first (the JVMs' JIT)")
     ap.add_argument("--channel", choices=sorted(CHANNELS), default="both",
                     help="how the plugin's pull and release reach D's pd-connector: one row per channel")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="without the socket-rf row: loads over the socket that wait for the release (no epochs)")
     a = ap.parse_args()
     rows = []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; all times ms", flush=True)
     for g in a.geometry.split(","):
-        rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup, CHANNELS[a.channel])
+        rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup, CHANNELS[a.channel],
+                             not a.no_baseline)
     out = REPO / "target/d-load-bench.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))

@@ -44,15 +44,29 @@ class FileKv:
         dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
         write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks)
 
-    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int]) -> str | None:
-        """None once vLLM's blocks hold the pulled ones, else why nothing was written."""
+    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
+             epoch: int | None = None) -> str | None:
+        """None once vLLM's blocks hold the pulled ones, else why not. With the pull's ``epoch``, the blocks'
+        epochs are read after the copy: one that changed means a later pull got the block while it was copied,
+        and the load fails (``kv-released-early``), its bytes in vLLM's blocks not to be used."""
         if not path:
             return ("no-kv-file: D's pd-connector keeps its received KV in anonymous memory; this plugin reads "
                     "pulled blocks from D's shared KV file only (pd.kv.shm-dir)")
-        src = self._files.blocks(path, int(region_bytes), self._g, self._layers[0].dtype)
+        if epoch is None:
+            src, epochs = self._files.blocks(path, int(region_bytes), self._g, self._layers[0].dtype), None
+        else:
+            src, epochs = self._files.blocks_and_epochs(path, int(region_bytes), self._g, self._layers[0].dtype)
         if any(b < 0 or b >= src.shape[0] for b in pd_blocks):
             return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}"
         read_pd_blocks(src, self._layers, vllm_blocks, pd_blocks)
+        if epochs is not None:
+            # After the copy, in program order: x86-64 keeps loads in order, so an epoch read here that is
+            # still the pull's was read after every byte the copy read, and D stamps before it writes.
+            now = epochs[pd_blocks]
+            if not (now == epoch).all():
+                return (f"kv-released-early: D blocks {[b for b, e in zip(pd_blocks, now) if e != epoch]} "
+                        "went to a later pull while they were copied (pd.consumer.retention passed, or D's "
+                        "pd-connector restarted)")
         return None
 
     def describe(self) -> str:
@@ -110,7 +124,10 @@ class PoolKv:
             del pool
             done.wait()
 
-    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int]) -> str | None:
+    def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
+             epoch: int | None = None) -> str | None:
+        if epoch is not None:
+            return "bad-answer: a pull into a VRAM pool names a blocks_epoch; pools have no epoch table"
         with self._lock:
             self._current()
             pool = self._pool.blocks(self._layers[0].dtype, self._g.block_shape())

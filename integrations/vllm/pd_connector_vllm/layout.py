@@ -183,31 +183,48 @@ def _runs(pd_blocks: list[int], vllm_blocks: list[int]):
         i += n
 
 
+EPOCH = np.dtype("<u8")  # one word per block in the epoch table after a D file's blocks
+
+
 class KvFiles:
     """pd-connector's per-rank KV files (P's, which P's worker writes; D's, which D's worker reads pulled blocks
     from), mapped once each and mapped again when pd-connector restarts (a new file at the same path)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._maps: dict[str, tuple[int, int, np.memmap, torch.Tensor]] = {}
+        self._maps: dict[str, tuple[int, int, int, np.memmap, torch.Tensor, np.ndarray | None]] = {}
 
     def blocks(self, path: str, region_bytes: int, pd: PdGeometry, dtype: torch.dtype) -> torch.Tensor:
         """The file as a tensor (num_blocks, L, 2, H, T, D) of ``dtype``, shared with pd-connector."""
+        return self._map(path, region_bytes, pd, dtype, False)[0]
+
+    def blocks_and_epochs(self, path: str, region_bytes: int, pd: PdGeometry,
+                          dtype: torch.dtype) -> tuple[torch.Tensor, np.ndarray]:
+        """A D file's blocks and, from the same mapping (one file, even across a restart), its epoch table: one
+        little-endian 64-bit word per block after them (pull replies' ``blocks_epoch``)."""
+        return self._map(path, region_bytes, pd, dtype, True)
+
+    def _map(self, path: str, region_bytes: int, pd: PdGeometry, dtype: torch.dtype,
+             table: bool) -> tuple[torch.Tensor, np.ndarray | None]:
         st = os.stat(path)
         key = (st.st_ino, st.st_dev)
+        if region_bytes % pd.block_bytes:
+            raise GeometryMismatch(f"{path}: region of {region_bytes} bytes is not a whole number of "
+                                   f"{pd.block_bytes}-byte blocks")
+        n_blocks = region_bytes // pd.block_bytes
+        size = region_bytes + (n_blocks * EPOCH.itemsize if table else 0)
         with self._lock:
             cached = self._maps.get(path)
-            if cached is not None and (cached[0], cached[1]) == key and cached[2].size == region_bytes:
-                return cached[3]
-            if region_bytes % pd.block_bytes:
-                raise GeometryMismatch(f"{path}: region of {region_bytes} bytes is not a whole number of "
-                                       f"{pd.block_bytes}-byte blocks")
-            if st.st_size < region_bytes:
-                raise GeometryMismatch(f"{path} is {st.st_size} bytes, pd-connector said {region_bytes}")
-            mm = np.memmap(path, dtype=np.uint8, mode="r+", shape=(region_bytes,))
-            tensor = torch.from_numpy(mm).view(dtype).view(region_bytes // pd.block_bytes, *pd.block_shape())
-            self._maps[path] = (key[0], key[1], mm, tensor)
-            return tensor
+            if cached is not None and cached[:3] == (key[0], key[1], size):
+                return cached[4], cached[5]
+            if st.st_size < size:
+                raise GeometryMismatch(f"{path} is {st.st_size} bytes, pd-connector said {region_bytes}"
+                                       + (f" and an epoch table of {n_blocks} blocks" if table else ""))
+            mm = np.memmap(path, dtype=np.uint8, mode="r+", shape=(size,))
+            tensor = torch.from_numpy(mm[:region_bytes]).view(dtype).view(n_blocks, *pd.block_shape())
+            epochs = mm[region_bytes:].view(EPOCH) if table else None
+            self._maps[path] = (key[0], key[1], size, mm, tensor, epochs)
+            return tensor, epochs
 
     def close(self) -> None:
         """Drops the mappings; each is unmapped once no tensor refers to it any more."""

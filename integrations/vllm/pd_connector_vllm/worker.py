@@ -7,8 +7,9 @@ hands the params out in this step's ``request_finished`` (vLLM's executor waits 
 before the scheduler sees its output). D: ``start_loads`` hands each load to a bounded pool of threads (a
 pull blocks on pd-connector for as long as the transfer and the lease check take); every worker asks for
 the pull with its rank and joins the one pull D's pd-connector runs for the request; each copies its rank's
-blocks from D's shared KV file into vLLM's blocks and releases its rank (D frees the blocks once every rank
-did); ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
+blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file (still the pull's:
+no later pull had them meanwhile) and releases its rank after reporting the load (D frees the blocks once
+every rank did), or, where there are no epochs, releases first and reports after; ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
 every worker reported it, and failed when any worker failed it.
 
 On D the pull and the release go over D's engine socket (a Unix domain socket, ``engine_socket``) when kv-layout
@@ -22,6 +23,7 @@ is released and reported (D).
 from __future__ import annotations
 
 import logging
+import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +38,7 @@ from .osthread import name_current_thread
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
+_LOADS_IN_ORDER = platform.machine() in ("x86_64", "AMD64")
 
 
 @dataclass
@@ -138,9 +141,9 @@ class PdWorker:
         return results
 
     def _load(self, spec: LoadSpec) -> None:
-        reason = None
+        reason, release_owed = None, False
         try:
-            reason = self._pull_and_copy(spec)
+            reason, release_owed = self._pull_and_copy(spec)
         except Exception as e:  # noqa: BLE001 - a load that breaks fails its request, never the engine
             log.exception("D request %s: load failed", spec.request_id)
             reason = f"plugin-error: {e}"
@@ -148,13 +151,18 @@ class PdWorker:
             self._results.finished.add(spec.request_id)
             if reason is not None:
                 self._results.failed[spec.request_id] = reason
+        if release_owed:
+            self._release_after_load(spec)
 
-    def _pull_and_copy(self, spec: LoadSpec) -> str | None:
-        """None when the KV is in vLLM's blocks, else the reason it is not.
+    def _pull_and_copy(self, spec: LoadSpec) -> tuple[str | None, bool]:
+        """(None, whether the release is still owed) when the KV is in vLLM's blocks, else (the reason, False).
 
         The pull's blocks stay D's pd-connector's (no other pull gets them) from its reply until the
-        release, so bytes copied before a successful release are the pull's. A release that finds the pull
-        gone (404: pd.consumer.retention passed, or D restarted) cannot vouch for them: a failed load."""
+        release. When the reply names the blocks' epoch (D's KV files carry epoch tables) the copy vouches for
+        itself: epochs still the pull's after it mean no later pull had a block meanwhile, so the load is
+        reported first and released after (owed). Otherwise the release comes first: bytes copied before a
+        successful release are the pull's, and a release that finds the pull gone (404: pd.consumer.retention
+        passed, or D restarted) cannot vouch for them: a failed load."""
         g = self._require_registered()
         t0 = time.perf_counter()
         try:
@@ -163,30 +171,41 @@ class PdWorker:
             log.warning("D request %s: pull declined or failed: %s", spec.request_id, e)
             if e.status == 0:
                 self._release(spec)  # no answer: the pull may still be held on D's pd-connector
-            return e.reason
+            return e.reason, False
         t_pulled = time.perf_counter()
+        epoch = _self_checking_epoch(pulled)
         try:
-            reason, copied = self._copy_from_d_file(spec, pulled, g)
+            reason, copied = self._copy_from_d_file(spec, pulled, g, epoch)
         except Exception:
             self._release(spec)
             raise
         t_copied = time.perf_counter()
+        if reason is None and epoch is not None:
+            self._log_load(spec, pulled, copied, t0, t_pulled, t_copied, None)
+            return None, True
         released = self._release_pulled(spec)
-        t_released = time.perf_counter()
         if reason is None and released is not None:
             reason = released
         if reason is None:
-            timings = (pulled or {}).get("timings") or {}
-            log.log(self._timing_level, "D loaded %s: pd blocks %s -> vLLM blocks %s, %d bytes; pull %.2f ms "
-                    "(pd-connector's own %.2f ms: %s), copy %.2f ms, release %.2f ms", spec.request_id,
-                    copied[0], spec.vllm_blocks, copied[1], 1000 * (t_pulled - t0),
-                    float(timings.get("pull_ms", -1)), _phases(timings), 1000 * (t_copied - t_pulled),
-                    1000 * (t_released - t_copied))
-        return reason
+            self._log_load(spec, pulled, copied, t0, t_pulled, t_copied, time.perf_counter())
+        return reason, False
 
-    def _copy_from_d_file(self, spec: LoadSpec, pulled: dict, g: PdGeometry) -> tuple[str | None, tuple]:
-        """Copies this rank's pulled blocks ``first_pd_block..`` from D's KV file or VRAM pool into ``spec.vllm_blocks``.
-        (None, (pd blocks, bytes)) when done, else (the reason, ()) and nothing is written."""
+    def _log_load(self, spec: LoadSpec, pulled: dict, copied: tuple, t0: float, t_pulled: float, t_copied: float,
+                  t_released: float | None) -> None:
+        if not log.isEnabledFor(self._timing_level):
+            return
+        timings = (pulled or {}).get("timings") or {}
+        release = "after the load" if t_released is None else "%.2f ms" % (1000 * (t_released - t_copied))
+        log.log(self._timing_level, "D loaded %s: pd blocks %s -> vLLM blocks %s, %d bytes; pull %.2f ms "
+                "(pd-connector's own %.2f ms: %s), copy %.2f ms, release %s", spec.request_id,
+                copied[0], spec.vllm_blocks, copied[1], 1000 * (t_pulled - t0),
+                float(timings.get("pull_ms", -1)), _phases(timings), 1000 * (t_copied - t_pulled), release)
+
+    def _copy_from_d_file(self, spec: LoadSpec, pulled: dict, g: PdGeometry,
+                          epoch: int | None) -> tuple[str | None, tuple]:
+        """Copies this rank's pulled blocks ``first_pd_block..`` from D's KV file or VRAM pool into ``spec.vllm_blocks``,
+        checking their ``epoch`` after the copy when given. (None, (pd blocks, bytes)) when done, else
+        (the reason, ()) and the bytes in vLLM's blocks are not the pull's."""
         ranks = pulled.get("ranks") if isinstance(pulled, dict) else None
         if not isinstance(ranks, list) or len(ranks) != self._tp:
             return (f"bad-answer: the pull reply names {len(ranks) if isinstance(ranks, list) else 'no'} ranks' "
@@ -203,7 +222,7 @@ class PdWorker:
         if end > n_total:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}", ()
         pd_blocks = [int(b) for b in block_ids[spec.first_pd_block:end]]
-        reason = self._kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks)
+        reason = self._kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch)
         if reason is not None:
             return reason, ()
         return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
@@ -220,6 +239,18 @@ class PdWorker:
                 return "kv-released-early"
             log.warning("D request %s: release failed, the copied KV is not trusted: %s", spec.request_id, e)
             return f"release-failed: {e.reason}"
+
+    def _release_after_load(self, spec: LoadSpec) -> None:
+        """The release a self-checked load still owes, so D frees the blocks now rather than at
+        pd.consumer.retention: on the load's thread, after vLLM may already have the result."""
+        try:
+            self._client.release(spec.pd_request_id, self._rank)
+        except PdError as e:
+            if e.status == 404:  # retention passed after the copy was checked: nothing left to free
+                log.info("D request %s: the pull was gone when released after its load", spec.request_id)
+            else:
+                log.warning("D request %s: release after the load failed, D frees the blocks at "
+                            "pd.consumer.retention: %s", spec.request_id, e)
 
     def _release_only(self, spec: LoadSpec) -> None:
         """Pull and drop: P learns its KV was read and frees it now rather than at lease expiry."""
@@ -248,6 +279,15 @@ class PdWorker:
             self._kv.close()  # a VRAM pool is unmapped here, before pd-connector may free it
         self._client.close()
 
+
+
+def _self_checking_epoch(pulled: dict) -> int | None:
+    """The pull's ``blocks_epoch`` if the copy may check it instead of waiting for the release: on x86-64 only,
+    whose loads are not reordered with older loads (elsewhere the epoch could be read ahead of the copy's
+    last bytes); None when D's pd-connector names none (anonymous memory, VRAM pools, older versions)."""
+    epoch = pulled.get("blocks_epoch") if isinstance(pulled, dict) else None
+    usable = isinstance(epoch, int) and not isinstance(epoch, bool) and epoch > 0
+    return epoch if usable and _LOADS_IN_ORDER else None
 
 
 def _phases(timings: dict) -> str:

@@ -153,7 +153,9 @@ def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_
     assert results.finished == {"plug-1-d"} and results.failed == {}
     # the KV came out of D's shared file: D served the pull and its release on its engine socket, no KV
     # read-out and no HTTP pull or release
-    assert (pd.shm_dir / "pd-pd-plugin-test-d0.kv").stat().st_size == 32 * L * 2 * H * T * D * 4
+    table_end = 32 * L * 2 * H * T * D * 4 + 32 * 8
+    assert (pd.shm_dir / "pd-pd-plugin-test-d0.kv").stat().st_size == -(-table_end // 4096) * 4096, \
+        "32 blocks, then their epochs, in whole pages"
     assert after.get(KV_READOUT, 0) == before.get(KV_READOUT, 0) == 0, after
     assert delta(after, before, PULL) == delta(after, before, RELEASE) == 0, after
     assert delta(socket_after, socket_before, ("pull", "200")) == 1, socket_after
@@ -219,11 +221,51 @@ def pd_retention(tmp_path_factory):
 
 
 class LateRelease(PdClient):
-    """A plugin whose copy took longer than pd.consumer.retention: its release comes after it."""
+    """A plugin whose release comes after pd.consumer.retention."""
 
     def release(self, request_id, decode_rank):
         time.sleep(RETENTION_S + 1.5)
         super().release(request_id, decode_rank)
+
+
+def wait_until_d_holds_nothing(service):
+    t0 = time.monotonic()
+    while d_holds(service) != (0, 0) and time.monotonic() - t0 < RETENTION_S + 10:
+        time.sleep(0.1)
+    assert d_holds(service) == (0, 0), "freed by pd.consumer.retention"
+
+
+def test_a_pull_never_released_is_freed_at_the_retention_and_a_later_pull_into_its_blocks_fails_its_copy(
+        pd_retention, monkeypatch):
+    """The copy outlives the retention, and a later pull gets the blocks (D reuses the last freed first) and
+    READs its KV into them before the copy: the epochs read after the copy fail the load."""
+    import pd_connector_vllm.kv_places as kv_places
+    params = produce(pd_retention, "ret-2", vllm_caches(seed=15), [0, 1], 6)
+    later_params = produce(pd_retention, "ret-3", vllm_caches(seed=16), [0, 1], 6)
+    copy, later = kv_places.read_pd_blocks, {}
+
+    def copy_after_a_later_pull(src, layers, vllm_blocks, pd_blocks):
+        wait_until_d_holds_nothing(pd_retention)
+        later.update(PdClient(pd_retention.url).pull("ret-3-d", list(range(6)), later_params, 0))
+        copy(src, layers, vllm_blocks, pd_blocks)
+
+    monkeypatch.setattr(kv_places, "read_pd_blocks", copy_after_a_later_pull)
+    results, _ = load_on_d(pd_retention, LoadSpec("ret-2-d", "ret-2-d", list(range(6)), params, [2, 3], 0))
+    assert results.failed["ret-2-d"].startswith("kv-released-early"), results.failed
+    assert later["state"] == "received" and later["blocks_epoch"] != 0
+    PdClient(pd_retention.url).release("ret-3-d", 0)
+    assert d_holds(pd_retention) == (0, 0)
+
+
+def test_a_load_checked_by_its_epochs_is_right_although_its_release_comes_after_the_retention(pd_retention):
+    p_kv = vllm_caches(seed=17)
+    params = produce(pd_retention, "ret-4", p_kv, [0, 1], 6)
+    results, d_kv = load_on_d(pd_retention, LoadSpec("ret-4-d", "ret-4-d", list(range(6)), params, [2, 3], 0),
+                              LateRelease(pd_retention.url))
+    assert results.finished == {"ret-4-d"} and results.failed == {}
+    for name, t in d_kv.items():
+        assert torch.equal(t[2], p_kv[name][0]) and torch.equal(t[3], p_kv[name][1])
+    assert d_holds(pd_retention) == (0, 0), "the late release found nothing left to free"
 
 
 def test_a_pull_never_released_is_freed_at_the_retention_and_a_release_after_it_fails_the_load(pd_retention):
@@ -239,11 +281,20 @@ def test_a_pull_never_released_is_freed_at_the_retention_and_a_release_after_it_
         client.release("ret-1-d", 0)
     assert e.value.status == 404
 
-    params = produce(pd_retention, "ret-2", vllm_caches(seed=15), [0, 1], 6)
-    results, _ = load_on_d(pd_retention, LoadSpec("ret-2-d", "ret-2-d", list(range(6)), params, [2, 3], 0),
-                           LateRelease(pd_retention.url))
-    assert results.failed == {"ret-2-d": "kv-released-early"}, "what it copied may be another pull's by then"
+    params = produce(pd_retention, "ret-5", vllm_caches(seed=15), [0, 1], 6)
+    results, _ = load_on_d(pd_retention, LoadSpec("ret-5-d", "ret-5-d", list(range(6)), params, [2, 3], 0),
+                           NoEpochs(pd_retention.url))
+    assert results.failed == {"ret-5-d": "kv-released-early"}, "what it copied may be another pull's by then"
     assert d_holds(pd_retention) == (0, 0)
+
+
+class NoEpochs(LateRelease):
+    """A D whose replies name no epochs (anonymous memory, an older pd-connector): the release vouches."""
+
+    def pull(self, request_id, token_ids, params, decode_rank):
+        reply = super().pull(request_id, token_ids, params, decode_rank)
+        reply.pop("blocks_epoch", None)
+        return reply
 
 
 def test_a_server_that_never_answers_is_a_timeout_within_the_deadline():

@@ -8,6 +8,7 @@ import re
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -61,19 +62,34 @@ def p_kv(seed=3):
 D_BLOCKS = 8
 
 
-def d_file(path, pd, d_blocks=(6, 2, 4), fill=0.0):
+def d_file(path, pd, d_blocks=(6, 2, 4), fill=0.0, epoch=None):
     """D's KV file as D's pd-connector leaves it after a pull: the pulled blocks at ``d_blocks``, other
-    blocks ``fill``; and the pull's reply that says so."""
+    blocks ``fill``; and the pull's reply that says so. With ``epoch``, the file's epoch table after the
+    blocks gives the pulled blocks that epoch (the others older ones) and the reply names it."""
     region = torch.full((D_BLOCKS, L, 2, H, T, D), fill)
     for i, b in enumerate(d_blocks):
         region[b] = pd[i]
+    data = region.numpy().tobytes()
+    if epoch is not None:
+        table = np.arange(1, D_BLOCKS + 1, dtype="<u8")
+        table[list(d_blocks)] = epoch
+        data += table.tobytes()
     tmp = path.with_suffix(".new")
-    tmp.write_bytes(region.numpy().tobytes())
+    tmp.write_bytes(data)
     tmp.replace(path)   # a new file (inode), as a restarted pd-connector makes
-    return {"state": "received", "block_ids": list(d_blocks), "block_bytes": LAYOUT["block_bytes"],
-            "bytes": len(d_blocks) * LAYOUT["block_bytes"],
-            "ranks": [{"rank": 0, "kv_file": str(path), "region_bytes": D_BLOCKS * LAYOUT["block_bytes"]}],
-            "timings": {"pull_ms": 1.5, "to_loop_ms": 0.1, "read_ms": 0.9, "slot_check_ms": 0.3}}
+    reply = {"state": "received", "block_ids": list(d_blocks), "block_bytes": LAYOUT["block_bytes"],
+             "bytes": len(d_blocks) * LAYOUT["block_bytes"],
+             "ranks": [{"rank": 0, "kv_file": str(path), "region_bytes": D_BLOCKS * LAYOUT["block_bytes"]}],
+             "timings": {"pull_ms": 1.5, "to_loop_ms": 0.1, "read_ms": 0.9, "slot_check_ms": 0.3}}
+    return reply if epoch is None else dict(reply, blocks_epoch=epoch)
+
+
+def stamp(path, block, epoch):
+    """What D's step loop does when a later pull gets ``block``: a new epoch in the table, before any write."""
+    table = np.memmap(path, dtype="<u8", mode="r+", offset=D_BLOCKS * LAYOUT["block_bytes"], shape=(D_BLOCKS,))
+    table[block] = epoch
+    table.flush()
+    del table
 
 
 def test_a_received_pull_is_copied_from_ds_file_into_vllms_blocks_then_released(tmp_path):
@@ -154,6 +170,68 @@ def test_a_pull_released_before_its_copy_ended_is_a_load_failure(tmp_path):
     w.shutdown()
 
 
+class BlockingRelease:
+    """A release that does not return until the test lets it."""
+
+    def __init__(self):
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, request_id, decode_rank):
+        self.entered.set()
+        assert self.go.wait(10), "the test never let the release return"
+
+
+def test_a_pull_naming_its_blocks_epoch_is_reported_loaded_before_its_release_returns(tmp_path):
+    p_layers, pd = p_kv()
+    release = BlockingRelease()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd, epoch=77), "release": release})
+    w, kv = worker(client)
+    w.start_loads([load()], [])
+    r = results_within(w)
+    assert r.finished == {"req-d"} and r.failed == {}
+    for l in range(L):
+        assert torch.equal(list(kv.values())[l][5], p_layers[l][2])
+    assert release.entered.wait(5), "the release still comes, after the load"
+    release.go.set()
+    w.shutdown()
+    assert client.names() == ["pull", "release", "close"]
+
+
+def test_a_block_that_went_to_a_later_pull_during_the_copy_fails_the_load(tmp_path, monkeypatch):
+    """The epochs are read after the copy: D stamping a block for a later pull while the copy ran (retention
+    passed, the block reused) fails the load, although every epoch was the pull's when the copy began."""
+    import pd_connector_vllm.kv_places as kv_places
+    path = tmp_path / "pd-d-d0.kv"
+    _, pd = p_kv()
+    copy = kv_places.read_pd_blocks
+
+    def copy_meanwhile_block_2_is_reused(*args):
+        copy(*args)
+        stamp(path, 2, 78)
+
+    monkeypatch.setattr(kv_places, "read_pd_blocks", copy_meanwhile_block_2_is_reused)
+    client = FakeClient({"pull": d_file(path, pd, epoch=77)})
+    w, _ = worker(client)
+    w.start_loads([load()], [])
+    reason = results_within(w).failed["req-d"]
+    assert reason.startswith("kv-released-early: D blocks [2] went to a later pull"), reason
+    assert client.names() == ["pull", "release"]
+    w.shutdown()
+
+
+def test_a_file_made_again_by_a_restarted_d_fails_a_pull_of_the_old_one(tmp_path):
+    """The new D's table holds none of its predecessor's epochs (zero, or its own, which start elsewhere)."""
+    path = tmp_path / "pd-d-d0.kv"
+    _, pd = p_kv()
+    reply = d_file(path, pd, epoch=77)
+    d_file(path, pd, epoch=5)        # restarted before the copy: a new file, other epochs
+    client = FakeClient({"pull": reply, "release": PdError(404, "unknown-request", "no such request")})
+    w, _ = worker(client)
+    w.start_loads([load()], [])
+    assert results_within(w).failed["req-d"].startswith("kv-released-early")
+    w.shutdown()
+
+
 def test_ds_file_is_mapped_once_and_again_when_d_restarts_with_a_new_file(tmp_path):
     path = tmp_path / "pd-d-d0.kv"
     first_p, first_pd = p_kv(seed=3)
@@ -188,6 +266,19 @@ def test_the_timing_line_says_pull_with_pd_connectors_phases_copy_and_release(tm
     assert re.search(r"pd blocks \[2, 4\] -> vLLM blocks \[5, 1\], 2048 bytes; pull [0-9.]+ ms "
                      r"\(pd-connector's own 1\.50 ms: to_loop 0\.10 read 0\.90 slot_check 0\.30\), "
                      r"copy [0-9.]+ ms, release [0-9.]+ ms$", line), line
+
+
+def test_the_timing_line_of_a_self_checked_load_says_its_release_comes_after_it(tmp_path, caplog):
+    _, pd = p_kv()
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd, epoch=9)})
+    w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, timing_level=logging.INFO)
+    w.register(caches(), LAYOUT)
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.start_loads([load()], [])
+        results_within(w)
+        w.shutdown()
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("D loaded req-d"))
+    assert re.search(r"copy [0-9.]+ ms, release after the load$", line), line
 
 
 def test_a_release_only_pull_is_released_and_never_reported_to_vllm():

@@ -20,7 +20,8 @@ public record KvLayout(
         @JsonProperty("byte_order") String byteOrder) {
 
     static KvLayout of(ModelGeometry g, int tp) {
-        return new KvLayout("block-major: block b of a rank at byte b * block_bytes of its kv_file",
+        return new KvLayout("block-major: block b of a rank at byte b * block_bytes of its kv_file; a D file then"
+                + " holds block b's epoch at byte region_bytes + 8 * b (64-bit, little-endian)",
                 "[layer][k|v][head][token][dim], the rank's heads only; reserved blocks start zeroed",
                 "for each block in block_ids order, each rank's block_bytes slice in rank order",
                 g.layers(), g.headsPerRank(tp), g.headDim(), g.blockTokens(), g.dtypeBytes(), "little-endian");

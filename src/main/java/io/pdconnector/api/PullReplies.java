@@ -45,8 +45,8 @@ final class PullReplies {
                 r.file().map(Object::toString).orElse(null), r.regionBytes())).toList();
         return new PullResponse(requestId, outcome.state().name().toLowerCase(Locale.ROOT),
                 outcome.reason() == null ? null : outcome.reason().wire(),
-                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), kv.rankBlockBytes(), ranks, crc,
-                matches, timings);
+                Arrays.stream(outcome.localBlockIds()).boxed().toList(), kv.bytes(), kv.rankBlockBytes(), ranks,
+                kv.blocksEpoch() == 0 ? null : kv.blocksEpoch(), crc, matches, timings);
     }
 
     /** One spelling of the KV checksum for the pull reply and the read-out header, so clients can compare them. */

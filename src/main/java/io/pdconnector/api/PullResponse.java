@@ -16,7 +16,11 @@ import org.eclipse.microprofile.openapi.annotations.media.Schema;
  * {@code kv_checksum} (CRC-32C of the pulled KV as {@code GET .../kv} returns it) is present only when asked
  * for ({@code ?kv_checksum=true}); {@code matches_reference} (whether those bytes are the reference engine's
  * KV of the prompt; null when the pull read nothing: {@code remote_block_ids: [[]]}) only with
- * {@code ?matches_reference=true}. {@code timings}: {@code pull_ms} from the request reaching the resource
+ * {@code ?matches_reference=true}. {@code blocks_epoch}, present when D's KV files carry epoch tables, is the
+ * epoch each of {@code block_ids} has in every rank's table (little-endian 64-bit words after the blocks, from
+ * byte {@code region_bytes} of the file, one per block) for as long as the pull holds them: an engine that
+ * reads the blocks and then finds their epochs unchanged read this pull's KV, without waiting for its release.
+ * {@code timings}: {@code pull_ms} from the request reaching the resource
  * to its reply being built, then where that time went, each phase present only if the pull went through it:
  * {@code to_loop_ms} (checks, queue, D's loop picking it up), {@code queued_ms} (waiting for local blocks),
  * {@code post_ms} (posting the block READs; over shared memory the bytes move inside the post),
@@ -35,6 +39,9 @@ public record PullResponse(
         @Schema(description = "each decode rank's KV region, in rank order: block b of the rank is at byte"
                 + " b * block_bytes of its kv_file (null when D keeps its KV in anonymous memory)")
         List<ReservationResponse.Rank> ranks,
+        @JsonProperty("blocks_epoch") @Schema(nullable = true, description = "the blocks' epoch in each rank's"
+                + " epoch table (8 bytes per block from byte region_bytes of its kv_file) while this pull holds"
+                + " them; absent when D keeps its KV in anonymous memory or a VRAM pool") Long blocksEpoch,
         @JsonProperty("kv_checksum") @Schema(nullable = true, description = "crc32c:<8 hex digits> of the bytes"
                 + " GET .../kv returns; only with ?kv_checksum=true") String kvChecksum,
         @JsonProperty("matches_reference") @Schema(nullable = true, description = "only with"

@@ -5,6 +5,7 @@ import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.memory.IndexPool;
 import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.transfer.RankKv;
+import java.security.SecureRandom;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -38,6 +39,12 @@ final class ConsumerState {
     final ArrayDeque<Pull> queued = new ArrayDeque<>();
     final List<Pull> reading = new ArrayList<>();
     final List<Pull> checking = new ArrayList<>();
+    /**
+     * The last epoch stamped into blocks ({@link #giveBlocks}). It starts at a random point so that a restarted
+     * D's epochs do not repeat its predecessor's: an engine still holding the old file's reply must not find
+     * its epoch in the new file's table. Positive, and 2^62 increments from overflowing.
+     */
+    private long epoch = (new SecureRandom().nextLong() >>> 2) + 1;
 
     ConsumerState(ConsumerConfig config, InstantSource clock, PullObserver observer) {
         this.config = config;
@@ -62,6 +69,22 @@ final class ConsumerState {
         return pull;
     }
 
+    /**
+     * Gives {@code pull} local blocks for its remote ones (none if it reads nothing), stamped with a new epoch
+     * before anything is written into them; false, and nothing taken, if too few are free.
+     */
+    boolean giveBlocks(Pull pull) {
+        int wanted = pull.remoteBlocks().length;
+        int[] local = wanted == 0 ? new int[0] : blocks.allocate(wanted);
+        if (local == null) {
+            return false;
+        }
+        long stamped = ++epoch;
+        ranks.forEach(r -> r.stampEpochs(local, stamped));
+        pull.assignBlocks(local, stamped);
+        return true;
+    }
+
     /** A decided pull's KV, in place, for callers to read off the loop. */
     PulledKv exposeKv(Pull pull) {
         List<RankKv> kvs = new ArrayList<>(ranks.size());
@@ -70,7 +93,9 @@ final class ConsumerState {
             kvs.add(rank.kv());
             regions.add(rank.region());
         }
-        return new PulledKv(kvs, regions, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()));
+        boolean stamped = !ranks.isEmpty() && ranks.stream().allMatch(ConsumerRank::hasEpochTable);
+        return new PulledKv(kvs, regions, pull.localBlocks(), pull.tokens(), config.geometry().blockBytes(config.tpSize()),
+                stamped ? pull.blocksEpoch() : 0);
     }
 
     /** Takes a pull out of whichever phase list holds it. */

@@ -112,10 +112,7 @@ final class Decider {
             return false;
         }
         if (pull.localBlocks() == null && pull.blocksQuarantined()) {
-            int[] fresh = state.blocks.allocate(pull.remoteBlocks().length);
-            if (fresh != null) {
-                pull.assignBlocks(fresh);
-            }
+            state.giveBlocks(pull);
         }
         return pull.localBlocks() != null;
     }

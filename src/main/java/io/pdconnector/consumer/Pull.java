@@ -30,6 +30,8 @@ final class Pull {
     private PullState state = PullState.QUEUED;
     private DeclineReason reason;
     private int[] localBlocks;
+    /** The epoch its local blocks were stamped with ({@link ConsumerRank#stampEpochs}); 0 before it has any. */
+    private long blocksEpoch;
     private PulledKv kv;
     private boolean blocksQuarantined;
     private boolean slotReadFailed;
@@ -86,9 +88,14 @@ final class Pull {
     }
 
     /** Its block READs are posted next: the {@code post} phase of its timeline starts here. */
-    void assignBlocks(int[] blocks) {
+    void assignBlocks(int[] blocks, long epoch) {
         this.localBlocks = blocks;
+        this.blocksEpoch = epoch;
         postStartedNanos = System.nanoTime();
+    }
+
+    long blocksEpoch() {
+        return blocksEpoch;
     }
 
     void addRead(BlockRead read) {

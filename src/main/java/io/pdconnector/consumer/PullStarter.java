@@ -21,21 +21,14 @@ final class PullStarter {
         int n = 0;
         while (!state.queued.isEmpty()) {
             Pull pull = state.queued.peek();
-            int[] local = allocate(pull);
-            if (local == null) {
+            if (!state.giveBlocks(pull)) {
                 break;
             }
             state.queued.poll();
-            pull.assignBlocks(local);
+            int[] local = pull.localBlocks();
             n += decider.guard(pull, () -> start(pull, local));
         }
         return n;
-    }
-
-    /** No block for a pull with nothing to READ: it goes straight on to its slot check. */
-    private int[] allocate(Pull pull) {
-        int wanted = pull.remoteBlocks().length;
-        return wanted == 0 ? new int[0] : state.blocks.allocate(wanted);
     }
 
     /** A pull without lease fields is declined only now, so the recompute policy has blocks to write. */

@@ -13,7 +13,8 @@ import java.util.zip.CRC32C;
  * reply's CRC-32C and reference check, when asked for), so that reading it costs the step loop nothing. The
  * order is {@link KvReadout}'s: block by block, each rank's slice in rank order. {@link #regions} say where
  * those blocks are for a local engine that maps D's KV files: it reads them in place until it releases the
- * pull (the loop keeps the blocks until then, or until {@code pd.consumer.retention} has passed).
+ * pull (the loop keeps the blocks until then, or until {@code pd.consumer.retention} has passed), and
+ * {@link #blocksEpoch} lets it check afterwards that no later pull had them meanwhile.
  *
  * <p>A reader {@link #pin}s it first and {@link #unpin}s it when done. The loop frees the blocks only
  * once it has {@link #retire}d it, which succeeds only while no reader holds a pin; until then the blocks
@@ -29,16 +30,27 @@ public final class PulledKv {
     private final int[] tokens;
     private final long rankBlockBytes;
     private final int tp;
+    private final long blocksEpoch;
     /** Readers holding a pin, or {@link #RETIRED} once the loop has let the blocks go. */
     private final AtomicInteger pins = new AtomicInteger();
 
-    PulledKv(List<RankKv> ranks, List<KvRegion> regions, int[] blocks, int[] tokens, long rankBlockBytes) {
+    PulledKv(List<RankKv> ranks, List<KvRegion> regions, int[] blocks, int[] tokens, long rankBlockBytes,
+            long blocksEpoch) {
         this.ranks = List.copyOf(ranks);
         this.regions = List.copyOf(regions);
         this.blocks = blocks.clone();
         this.tokens = tokens;
         this.rankBlockBytes = rankBlockBytes;
         this.tp = ranks.size();
+        this.blocksEpoch = blocksEpoch;
+    }
+
+    /**
+     * The epoch every block of the pull has in each rank's epoch table while the pull holds it
+     * ({@link ConsumerRank}); 0 when the regions have no table (anonymous memory, a VRAM pool).
+     */
+    public long blocksEpoch() {
+        return blocksEpoch;
     }
 
     /** True if the KV can be read until {@link #unpin}; false once the pull was released. */

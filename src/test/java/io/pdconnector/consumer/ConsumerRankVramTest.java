@@ -52,7 +52,7 @@ class ConsumerRankVramTest {
         assertTrue(recompute.getMessage().startsWith("the reference engine's recompute reads or writes KV bytes"),
                 recompute.getMessage());
         PulledKv kv = new PulledKv(List.of(rank.kv()), List.of(rank.region()), new int[] {0, 1}, new int[] {1, 2},
-                64);
+                64, 0);
         assertTrue(kv.pin());
         assertThrows(KvInDeviceMemoryException.class, kv::crc32c);
         assertThrows(KvInDeviceMemoryException.class, kv::copy);

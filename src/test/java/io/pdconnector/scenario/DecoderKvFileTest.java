@@ -18,6 +18,7 @@ import io.pdconnector.testing.Cluster;
 import io.pdconnector.transfer.TransferException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,7 +81,8 @@ class DecoderKvFileTest {
         long region = 16 * rankBlockBytes(d);
         for (int rank = 0; rank < 2; rank++) {
             Path file = shm.resolve("pd-d-d" + rank + ".kv");
-            assertEquals(region, Files.size(file), "every block of rank " + rank);
+            assertEquals(region + 16 * Long.BYTES, Files.size(file), "every block of rank " + rank
+                    + ", then its epoch table");
             byte[] bytes = Files.readAllBytes(file);
             assertTrue(allZero(bytes), "zeroed at start: rank " + rank);
         }
@@ -88,7 +90,7 @@ class DecoderKvFileTest {
             assertThrows(TransferException.class, () -> other.consumer(decoderConfig(2)),
                     "a second D with the same engine id is refused");
         }
-        assertEquals(region, Files.size(stale), "and did not truncate the live file");
+        assertEquals(region + 16 * Long.BYTES, Files.size(stale), "and did not truncate the live file");
 
         int[] tokens = prompt(3, 10);
         KvTransferParams params = cluster.prefill(p, "f", tokens);
@@ -138,6 +140,51 @@ class DecoderKvFileTest {
                 Arrays.stream(reused.localBlockIds()).sorted().boxed().toList(), "a's released blocks were free again");
         assertTrue(cluster.matches(d, "c"));
         cluster.release(d, "b");
+        cluster.release(d, "c");
+        cluster.assertNoLeak();
+    }
+
+    /** What the plugin checks after its copy: the epoch of each of {@code blocks} in a rank's table. */
+    private static long[] epochs(PullOutcome o, int rank, int[] blocks) throws IOException {
+        KvRegion region = o.kv().regions().get(rank);
+        long[] out = new long[blocks.length];
+        try (FileChannel channel = FileChannel.open(region.file().orElseThrow())) {
+            for (int i = 0; i < blocks.length; i++) {
+                ByteBuffer word = ByteBuffer.allocate(Long.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+                channel.read(word, region.regionBytes() + (long) blocks[i] * Long.BYTES);
+                out[i] = word.flip().getLong();
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void aPullsBlocksKeepItsEpochInEveryRanksTableUntilALaterPullGetsThem() throws IOException {
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").tpSize(2).blocks(32, 4, 0));
+        ConsumerFixture d = cluster.consumer(decoderConfig(2).blocks(3));
+        int[] a = prompt(1, 12);
+        PullOutcome first = cluster.pull(d, "a", a, cluster.prefill(p, "a", a));
+        long epoch = first.kv().blocksEpoch();
+        assertTrue(epoch != 0, "a pull into D's KV files names its blocks' epoch");
+        int[] blocks = first.localBlockIds();
+        for (int rank = 0; rank < 2; rank++) {
+            long[] expected = new long[blocks.length];
+            Arrays.fill(expected, epoch);
+            assertArrayEquals(expected, epochs(first, rank, blocks), "rank " + rank + "'s table, while a holds them");
+        }
+
+        cluster.release(d, "a");
+        int[] c = prompt(3, 12);
+        PullOutcome reused = cluster.pull(d, "c", c, cluster.prefill(p, "c", c));
+        assertEquals(Arrays.stream(blocks).sorted().boxed().toList(),
+                Arrays.stream(reused.localBlockIds()).sorted().boxed().toList(), "the only 3 blocks, a's before");
+
+        assertTrue(reused.kv().blocksEpoch() != epoch);
+        for (int rank = 0; rank < 2; rank++) {
+            for (long e : epochs(first, rank, blocks)) {
+                assertEquals(reused.kv().blocksEpoch(), e, "a reader of a's blocks now finds another epoch");
+            }
+        }
         cluster.release(d, "c");
         cluster.assertNoLeak();
     }
