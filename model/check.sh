@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# model/check.sh -- model-check the lease protocol (model/lease.pml) with Spin.
+# model/check.sh -- model-check the lease protocol (model/lease.pml) and D's epoch tables (model/epochs.pml)
+# with Spin.
 #
 #   bash model/check.sh                 full model (safety + liveness, 6 configurations) and every mutation
 #   bash model/check.sh --lazy-flood    also re-run the safety checks with a lazy flood (about +40 s CPU)
 #   JOBS=1 bash model/check.sh          run the checks one at a time (default: 2 at a time)
 #
-# Builds in a temporary directory; writes only model/trails/MUT_*.txt in the repository.
+# Builds in a temporary directory; writes only model/trails/MUT_*.txt and EPOCH_*.txt in the repository.
 # Prints one line per check and ends with "N passed, M failed"; exits non-zero if anything failed.
 set -euo pipefail
 
@@ -225,6 +226,58 @@ mutation() {
   fi
 }
 
+# ------------------------------------------------------- D's epoch tables (epochs.pml)
+# name | what the mutation does; each must make the engine trust a copy holding a later pull's bytes
+EPOCH_MUTATIONS=(
+  "E1|D stamps a block's epoch after a later pull's bytes landed in it, not before"
+  "E2|the engine reads the block's epoch before its copy, not after"
+  "E3|a restarted D's epochs start where its predecessor's did"
+  "E4|the engine maps the epoch table and the blocks separately, each at the file the path names when it looks"
+)
+
+# epochs full | epochs E<n> WHAT : the epoch model without or with one mutation
+epochs() {
+  local m="$1" what="${2:-}" t0 dir out n defs=""
+  t0=$(date +%s%N)
+  dir="$WORK/epochs-$m"
+  out="$dir/pan.txt"
+  [ "$m" = full ] || defs="-DMUT_$m"
+  mkdir -p "$dir"
+  cp "$HERE/epochs.pml" "$dir/epochs.pml"
+  # shellcheck disable=SC2086
+  if ! (cd "$dir" && spin $defs -a epochs.pml >spin.out 2>&1 && gcc -O0 -DSAFETY -DNOCLAIM -DBFS -o pan pan.c >gcc.out 2>&1); then
+    echo "FAIL epochs $m: build"
+    return
+  fi
+  (cd "$dir" && ./pan -m$DEPTH >pan.txt 2>&1) || true
+  n="$(states "$out")"
+  if [ "$m" = full ]; then
+    if [ "$(errors "$out")" = "0" ] && depth_ok "$out"; then
+      echo "PASS epochs-full ($n states, $(secs "$t0") s)"
+    else
+      echo "FAIL epochs-full: $(grep -m1 -E 'pan:1|too small' "$out" || echo 'no result from pan')"
+    fi
+    return
+  fi
+  if [ -z "$(errors "$out")" ] || [ "$(errors "$out")" = "0" ]; then
+    rm -f "$TRAILS/EPOCH_$m.txt"
+    echo "FAIL mutation $m NOT caught: $what"
+    return
+  fi
+  # shellcheck disable=SC2086
+  (cd "$dir" && spin $defs -t -p epochs.pml >replay.txt 2>&1) || true
+  {
+    echo "# EPOCH_$m: $what"
+    echo "# violated: $(grep -m1 "assertion violated" "$out" | sed 's/.*assertion violated *//; s/ (at depth.*//')"
+    echo "# found by: spin $defs -a epochs.pml; pan compiled -DSAFETY -DBFS (a shortest trail) after $n states"
+    echo "# replay:   spin $defs -t -p epochs.pml   (below: the model's '@' events of that replay)"
+    echo "#"
+    echo "# step  process         event"
+    schedule "$dir/replay.txt"
+  } >"$TRAILS/EPOCH_$m.txt"
+  echo "PASS mutation $m caught ($n states, $(secs "$t0") s) -> model/trails/EPOCH_$m.txt"
+}
+
 # ----------------------------------------------------------------- job runner
 i=0
 launch() {                                   # launch FUNCTION ARGS... : at most $JOBS at once
@@ -244,6 +297,11 @@ fi
 for entry in "${MUTATIONS[@]}"; do
   IFS='|' read -r m kind defs first what <<<"$entry"
   launch mutation "$m" "$kind" "$defs" "$first" "$what"
+done
+launch epochs full
+for entry in "${EPOCH_MUTATIONS[@]}"; do
+  IFS='|' read -r m what <<<"$entry"
+  launch epochs "$m" "$what"
 done
 wait
 
