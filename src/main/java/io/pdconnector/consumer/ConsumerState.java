@@ -42,9 +42,10 @@ final class ConsumerState {
     /**
      * The last epoch stamped into blocks ({@link #giveBlocks}). It starts at a random point so that a restarted
      * D's epochs do not repeat its predecessor's: an engine still holding the old file's reply must not find
-     * its epoch in the new file's table. Positive, and 2^62 increments from overflowing.
+     * its epoch in the new file's table. Positive and below 2^53 for 2^52 pulls, as the nonces are: a JSON
+     * reader that holds numbers as doubles reads the reply's {@code blocks_epoch} exactly.
      */
-    private long epoch = (new SecureRandom().nextLong() >>> 2) + 1;
+    private long epoch = (new SecureRandom().nextLong() >>> 12) + 1;
 
     ConsumerState(ConsumerConfig config, InstantSource clock, PullObserver observer) {
         this.config = config;
