@@ -172,7 +172,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                     # a load its epochs vouched for is vLLM's once copied: its release follows, off the clock
                     t_release = d_client.release_s
                     if release_owed:
-                        d_worker._release_after_load(spec)
+                        d_worker._release(spec)
                     reply, t_pull = d_client.last_reply, d_client.pull_s
                     t1 = time.perf_counter()
                     ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)

@@ -46,12 +46,13 @@ errors() { awk '/errors:/ { for (i = 1; i <= NF; i++) if ($i == "errors:") { pri
 depth_ok() { ! grep -q "max search depth too small" "$1"; }
 
 # build DIR CFLAGS SPIN-DEFINES... : generate and compile pan in $WORK/DIR
+# (PML=<file> build ...: another model than lease.pml)
 build() {
-  local dir="$WORK/$1" cflags="$2"
+  local dir="$WORK/$1" cflags="$2" model="${PML:-$MODEL}"
   shift 2
   mkdir -p "$dir"
-  cp "$MODEL" "$dir/lease.pml"
-  if ! (cd "$dir" && spin "$@" -a lease.pml >spin.out 2>&1 && gcc $cflags -o pan pan.c >gcc.out 2>&1); then
+  cp "$model" "$dir/"
+  if ! (cd "$dir" && spin "$@" -a "${model##*/}" >spin.out 2>&1 && gcc $cflags -o pan pan.c >gcc.out 2>&1); then
     cat "$dir/spin.out" "$dir/gcc.out" 2>/dev/null | head -5 | sed 's/^/    /' >&2
     return 1
   fi
@@ -242,10 +243,8 @@ epochs() {
   dir="$WORK/epochs-$m"
   out="$dir/pan.txt"
   [ "$m" = full ] || defs="-DMUT_$m"
-  mkdir -p "$dir"
-  cp "$HERE/epochs.pml" "$dir/epochs.pml"
   # shellcheck disable=SC2086
-  if ! (cd "$dir" && spin $defs -a epochs.pml >spin.out 2>&1 && gcc -O0 -DSAFETY -DNOCLAIM -DBFS -o pan pan.c >gcc.out 2>&1); then
+  if ! PML="$HERE/epochs.pml" build "epochs-$m" "-O0 -DSAFETY -DNOCLAIM -DBFS" $defs; then
     echo "FAIL epochs $m: build"
     return
   fi

@@ -9,8 +9,9 @@ pull blocks on pd-connector for as long as the transfer and the lease check take
 the pull with its rank and joins the one pull D's pd-connector runs for the request; each copies its rank's
 blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file (still the pull's:
 no later pull had them meanwhile) and releases its rank after reporting the load (D frees the blocks once
-every rank did), or, where there are no epochs, releases first and reports after; ``take_results`` reports finished and failed loads to vLLM, which counts a request received only when
-every worker reported it, and failed when any worker failed it.
+every rank did), or, where there are no epochs, releases first and reports after; ``take_results`` reports
+finished and failed loads to vLLM, which counts a request received only when every worker reported it, and
+failed when any worker failed it.
 
 On D the pull and the release go over D's engine socket (a Unix domain socket, ``engine_socket``) when kv-layout
 names one and ``pd_engine_channel`` allows it, else over HTTP (:meth:`PdWorker.register` chooses).
@@ -151,8 +152,8 @@ class PdWorker:
             self._results.finished.add(spec.request_id)
             if reason is not None:
                 self._results.failed[spec.request_id] = reason
-        if release_owed:
-            self._release_after_load(spec)
+        if release_owed:  # a self-checked load: D frees the blocks now rather than at pd.consumer.retention
+            self._release(spec)
 
     def _pull_and_copy(self, spec: LoadSpec) -> tuple[str | None, bool]:
         """(None, whether the release is still owed) when the KV is in vLLM's blocks, else (the reason, False).
@@ -240,18 +241,6 @@ class PdWorker:
             log.warning("D request %s: release failed, the copied KV is not trusted: %s", spec.request_id, e)
             return f"release-failed: {e.reason}"
 
-    def _release_after_load(self, spec: LoadSpec) -> None:
-        """The release a self-checked load still owes, so D frees the blocks now rather than at
-        pd.consumer.retention: on the load's thread, after vLLM may already have the result."""
-        try:
-            self._client.release(spec.pd_request_id, self._rank)
-        except PdError as e:
-            if e.status == 404:  # retention passed after the copy was checked: nothing left to free
-                log.info("D request %s: the pull was gone when released after its load", spec.request_id)
-            else:
-                log.warning("D request %s: release after the load failed, D frees the blocks at "
-                            "pd.consumer.retention: %s", spec.request_id, e)
-
     def _release_only(self, spec: LoadSpec) -> None:
         """Pull and drop: P learns its KV was read and frees it now rather than at lease expiry."""
         try:
@@ -261,6 +250,8 @@ class PdWorker:
             log.info("release of %s's remote KV: %s", spec.request_id, e)
 
     def _release(self, spec: LoadSpec) -> None:
+        """A release nothing depends on (a failed load's, a self-checked load's): a 404 means D freed the pull
+        already; any other failure leaves the blocks to pd.consumer.retention."""
         try:
             self._client.release(spec.pd_request_id, self._rank)
         except PdError as e:
