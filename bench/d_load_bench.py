@@ -16,8 +16,9 @@ over HTTP and over D's engine socket (the path D's kv-layout names), loads takin
 of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
 between two contiguous buffers, on the load thread. The ``socket-rf`` row (unless ``--no-baseline``) is the same
 run's baseline: loads over the socket whose client drops the reply's ``blocks_epoch``, so each waits for its
-release before it is reported, as before D's files carried epochs; it takes its turn with the others, and the
-socket row says its load as a ratio to it. Prints one row per geometry, prompt length and channel
+release before it is reported, as before D's files carried epochs; the ``socket-list`` row another: pulls that
+send their token ids as the JSON list rather than packed (``token_ids_le32``). Each takes its turn with the
+others, and the socket row says its load as a ratio to each. Prints one row per geometry, prompt length and channel
 (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ sys.path.insert(0, str(REPO / "integrations/vllm"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from pd_connector_vllm.client import PdClient  # noqa: E402
+from pd_connector_vllm.engine_socket import PACKED_TOKEN_IDS, EngineSocket  # noqa: E402
 from pd_connector_vllm.specs import LoadSpec, SaveSpec  # noqa: E402
 from pd_connector_vllm.worker import PdWorker  # noqa: E402
 
@@ -75,11 +77,32 @@ class ReleaseFirstClient(TimedClient):
         return reply
 
 
+class ListSocket(EngineSocket):
+    """The engine socket as if pd-connector's hello named no features: each pull's token ids go as the JSON
+    list, as before pulls packed them (``token_ids_le32``)."""
+
+    def _connection(self, deadline, timeout_s):
+        sock = super()._connection(deadline, timeout_s)
+        self._local.features = frozenset()
+        return sock
+
+
+class ListIdsClient(TimedClient):
+    """The bench's client with its pulls' token ids sent as the JSON list (the same run's baseline)."""
+
+    def use_engine_socket(self, path):
+        super().use_engine_socket(path)
+        self._engine.close()
+        self._engine = ListSocket(path, self._token)
+        self._engine.probe(self.timeout_s)
+
+
 def row_kinds(channels: tuple[str, ...], baseline: bool) -> dict[str, tuple[str, type]]:
     """Row name -> (the D worker's pd_engine_channel, its client class)."""
     kinds = {ch: (ch, TimedClient) for ch in channels}
     if baseline and "socket" in channels:
         kinds["socket-rf"] = ("socket", ReleaseFirstClient)
+        kinds["socket-list"] = ("socket", ListIdsClient)
     return kinds
 
 
@@ -135,6 +158,9 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
             worker = PdWorker(client, 0, 1, 1, engine_channel=ch)
             worker.register(caches(layers, heads, dim, nb, seed=None), layout)
             assert client.engine_socket == (layout["engine_socket"] if ch == "socket" else None)
+            if ch == "socket":  # D reads packed ids, and only the list row sends lists
+                client.pull_packs = PACKED_TOKEN_IDS in client._engine._local.features
+                assert client.pull_packs == (client_class is not ListIdsClient), (kind, client.pull_packs)
             d_side[kind] = (client, worker)
         seq = 0
 
@@ -209,12 +235,12 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                     row[key] = {"p50": statistics.median(xs[key]), "p90": pct(xs[key], 0.9)}
                 row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
                 row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(xs["load"], xs["floor"]))
-                if ch == "socket" and "socket-rf" in samples:
-                    row["load_vs_release_first_p50"] = row["load"]["p50"] / statistics.median(
-                        samples["socket-rf"]["load"])
+                vs = ""
+                for base, key in (("socket-rf", "load_vs_release_first_p50"), ("socket-list", "load_vs_list_ids_p50")):
+                    if ch == "socket" and base in samples:
+                        row[key] = row["load"]["p50"] / statistics.median(samples[base]["load"])
+                        vs += f" | {row[key]:.2f}x of {base}"
                 rows.append(row)
-                vs = (f" | {row['load_vs_release_first_p50']:.2f}x of socket-rf"
-                      if "load_vs_release_first_p50" in row else "")
                 print(f"{name:5s} {tokens:5d} tok {nbytes / 2**20:6.2f} MiB {ch:9s} | load p50 "
                       f"{row['load']['p50']:7.2f} p90 {row['load']['p90']:7.2f} | pd pull_ms p50 "
                       f"{row['pd_pull']['p50']:6.2f} + memcpy {row['memcpy']['p50']:6.2f} = {row['floor']['p50']:7.2f} "
@@ -245,7 +271,8 @@ def main() -> None:
     ap.add_argument("--channel", choices=sorted(CHANNELS), default="both",
                     help="how the plugin's pull and release reach D's pd-connector: one row per channel")
     ap.add_argument("--no-baseline", action="store_true",
-                    help="without the socket-rf row: loads over the socket that wait for the release (no epochs)")
+                    help="without the socket-rf and socket-list rows: loads over the socket that wait for the "
+                         "release (no epochs), and pulls that send their token ids as a JSON list")
     a = ap.parse_args()
     rows = []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; all times ms", flush=True)

@@ -7,13 +7,22 @@ for 204; a problem document for status >= 400). The server answers one request a
 each thread (the load threads pull concurrently) has its own connection, opened with a hello that carries the
 engine token. Nothing is retried: a pull is not idempotent. A connection that may be left mid-frame (a timeout,
 a reset, a frame refused) is dropped, and the thread's next call opens a new one.
+
+The hello's reply names the ``features`` the server reads beyond protocol 1. With ``token-ids-le32`` a pull's
+``token_ids`` go as ``token_ids_le32``, base64 of little-endian 32-bit words: a 4,096-token list took about
+0.3 ms to write as JSON, the packed string a third of that, and pd-connector reads it for a fraction of the
+list's cost. Each connection packs by its own hello: a pd-connector restarted at another version is asked
+what it reads.
 """
 
 from __future__ import annotations
 
+import array
+import base64
 import json
 import select
 import socket
+import sys
 import threading
 import time
 from typing import Any
@@ -22,6 +31,8 @@ from .errors import PdError, problem_of
 
 PROTOCOL = 1
 MAX_FRAME = 4 * 1024 * 1024
+PACKED_TOKEN_IDS = "token-ids-le32"
+_WORD = next(code for code in "IL" if array.array(code).itemsize == 4)  # an unsigned 32-bit array typecode
 
 
 class BadFrame(Exception):
@@ -46,9 +57,11 @@ class EngineSocket:
         """Sends ``frame`` and returns its reply's body (None for 204) when the status is ``expect``; PdError
         otherwise, or when no reply came within ``timeout_s`` (connecting included)."""
         what = f"{frame['op']} over {self.path}"
-        payload = _encode(frame, what)
         deadline = time.monotonic() + timeout_s
         sock = self._connection(deadline, timeout_s)
+        if frame["op"] == "pull" and PACKED_TOKEN_IDS in self._local.features:
+            frame = _packed(frame)
+        payload = _encode(frame, what)
         status, body = self._roundtrip(sock, payload, deadline, timeout_s, what)
         if status == expect:
             if status == 204:
@@ -104,6 +117,8 @@ class EngineSocket:
             self._drop(sock)
             raise PdError(status, "bad-answer", f"{what}: the server speaks protocol "
                           f"{body.get('protocol') if isinstance(body, dict) else None}, the plugin {PROTOCOL}")
+        features = body.get("features")
+        self._local.features = frozenset(features) if isinstance(features, list) else frozenset()
         return sock
 
     def _roundtrip(self, sock: socket.socket, payload: bytes, deadline: float, timeout_s: float,
@@ -135,6 +150,20 @@ class EngineSocket:
         with self._lock:
             if sock in self._connections:
                 self._connections.remove(sock)
+
+
+def _packed(frame: dict[str, Any]) -> dict[str, Any]:
+    """The pull with its ``token_ids`` as ``token_ids_le32``; as it was if an id is no unsigned 32-bit word
+    (pd-connector then refuses the list as it would refuse it packed)."""
+    body = dict(frame["body"])
+    try:
+        words = array.array(_WORD, body.pop("token_ids"))
+    except (OverflowError, TypeError):
+        return frame
+    if sys.byteorder == "big":
+        words.byteswap()
+    body["token_ids_le32"] = base64.b64encode(words.tobytes()).decode("ascii")
+    return {**frame, "body": body}
 
 
 def _encode(frame: dict[str, Any], what: str) -> bytes:

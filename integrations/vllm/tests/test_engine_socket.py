@@ -2,6 +2,7 @@
 hello with the engine token, one connection per thread, each call within its deadline, every failure one
 PdError with the reason HTTP would give (or a local one), and nothing sent twice."""
 
+import base64
 import json
 import socket
 import threading
@@ -259,3 +260,48 @@ def test_a_hello_answered_with_another_protocol_is_refused(engine, dead_http):
     with pytest.raises(PdError) as e:
         PdClient(dead_http).use_engine_socket(engine.path)
     assert (e.value.status, e.value.reason) == (200, "bad-answer") and "protocol 2" in e.value.detail
+
+
+def packed_ids(text: str) -> list[int]:
+    raw = base64.b64decode(text, validate=True)
+    return [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw), 4)]
+
+
+FEATURED_HELLO = {"status": 200, "body": {"protocol": 1, "features": ["token-ids-le32"]}}
+
+
+def test_a_server_that_reads_packed_token_ids_gets_them_packed(engine, connect):
+    engine.answers.update(hello=FEATURED_HELLO, pull={"status": 200, "body": PULL_REPLY})
+    c = connect()
+    ids = [0, 1, 127, 128, 65_535, 151_935, 2**31, 2**32 - 1]
+    assert c.pull("r1", ids, PARAMS, 1) == PULL_REPLY
+    (request,) = engine.requests("pull")
+    body = request["body"]
+    assert "token_ids" not in body
+    assert packed_ids(body["token_ids_le32"]) == ids
+    assert {k: v for k, v in body.items() if k != "token_ids_le32"} == {
+        "request_id": "r1", "kv_transfer_params": PARAMS, "decode_rank": 1}
+
+
+def test_ids_that_are_no_32_bit_words_go_as_the_list_for_the_server_to_refuse(engine, connect):
+    engine.answers.update(hello=FEATURED_HELLO, pull={"status": 200, "body": PULL_REPLY})
+    c = connect()
+    c.pull("r1", [5, -1], PARAMS, 0)
+    c.pull("r2", [5, 2**32], PARAMS, 0)
+    assert [r["body"].get("token_ids") for r in engine.requests("pull")] == [[5, -1], [5, 2**32]]
+
+
+def test_each_connection_packs_by_its_own_hello(engine, connect):
+    """D's pd-connector restarted at a version that does not read packed ids: the new connection's hello says
+    so, and the next pull sends the list."""
+    engine.answers.update(hello=FEATURED_HELLO, pull={"status": 200, "body": PULL_REPLY})
+    c = connect()
+    c.pull("r1", [1, 2], PARAMS, 0)
+    assert "token_ids_le32" in engine.requests("pull")[0]["body"]
+    engine.stop()
+    older = FakeEngineSocket(engine.path, {"pull": {"status": 200, "body": PULL_REPLY}})
+    try:
+        c.pull("r2", [1, 2], PARAMS, 0)
+        assert older.requests("pull")[0]["body"]["token_ids"] == [1, 2]
+    finally:
+        older.stop()

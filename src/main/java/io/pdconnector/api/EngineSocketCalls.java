@@ -15,6 +15,7 @@ import io.pdconnector.runtime.ConnectorRuntime;
 import io.pdconnector.transfer.KvInDeviceMemoryException;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.validation.ConstraintViolationException;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -107,24 +108,36 @@ class EngineSocketCalls {
         }
     }
 
+    /** The protocol, and what this instance reads beyond it: an engine uses a feature only when it is named. */
     private static Reply hello() {
-        return new Reply(200, Map.of("protocol", PROTOCOL), false);
+        return new Reply(200, Map.of("protocol", PROTOCOL, "features", List.of(PackedTokenIds.FEATURE)), false);
     }
 
-    /** As POST /v1/consumer/pull with decode_rank, without the checksum or reference options. */
+    /**
+     * As POST /v1/consumer/pull with decode_rank, without the checksum or reference options; the prompt may be
+     * {@code token_ids_le32} ({@link PackedTokenIds}).
+     */
     private Reply pull(JsonNode body) throws JsonProcessingException {
         if (!(body instanceof ObjectNode object)) {
             throw InvalidInputException.of("a pull carries its request as the object 'body', as POST"
                     + " /v1/consumer/pull takes it");
         }
+        JsonNode packed = object.remove(PackedTokenIds.FIELD);
         PullRequest request = bodies.read(object, PullRequest.class);
         if (request.decodeRank() == null) {
             throw new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "a pull on the engine socket names"
                     + " its decode_rank: each of the engine's TP workers pulls for its own rank");
         }
+        int[] tokenIds = request.tokenIds();
+        if (packed != null) {
+            if (tokenIds != null || request.prompt() != null) {
+                throw InvalidInputException.of("give exactly one of prompt, token_ids and " + PackedTokenIds.FIELD);
+            }
+            tokenIds = PackedTokenIds.decode(packed);
+        }
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
-        int[] prompt = PromptInput.tokens(request.prompt(), request.tokenIds());
+        int[] prompt = PromptInput.tokens(request.prompt(), tokenIds);
         long start = System.nanoTime();
         PullOutcome outcome = RemotePull.pull(runtime.registry(), consumer, request.requestId(), prompt, params,
                 OptionalInt.of(request.decodeRank()));

@@ -9,10 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -76,6 +79,47 @@ class EngineSocketQuarkusTest {
         assertTrue(metrics.contains("pd_engine_socket_requests_total{op=\"pull\",status=\"200\"}"), metrics);
         assertTrue(metrics.contains("pd_engine_socket_requests_total{op=\"release\",status=\"204\"}"), metrics);
         given().get("/v1/consumer/requests/es-1").then().statusCode(404);
+    }
+
+    @Test
+    void anEngineMayPackItsTokenIdsAndTheHelloSaysSo() throws IOException {
+        Map<String, Object> params = prefill("es-p", 300);
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            EngineSocketClient.Reply hello = d.call(Map.of("op", "hello"));
+            assertTrue(hello.body().get("features").toString().contains("\"token-ids-le32\""), hello.body().toString());
+            EngineSocketClient.Reply packedRefusal = d.call(packed(pull("es-p", 299, params, 0)));
+            EngineSocketClient.Reply arrayRefusal = d.call(pull("es-p", 299, params, 0));
+            assertProblem(packedRefusal, 400, "invalid-kv-transfer-params");
+            assertEquals(arrayRefusal.body().get("detail"), packedRefusal.body().get("detail"),
+                    "299 packed ids are 299 ids, as in an array");
+
+            EngineSocketClient.Reply pulled = d.call(packed(pull("es-p", 300, params, 0)));
+
+            assertEquals(200, pulled.status(), pulled.body().toString());
+            assertEquals("received", pulled.body().get("state").asText());
+            assertEquals(19, pulled.body().get("block_ids").size());
+            assertEquals(204, d.call(release("es-p", 0)).status());
+        } finally {
+            given().delete("/v1/producer/requests/es-p"); // 404 once the pull above was read and released
+        }
+    }
+
+    @Test
+    void badlyPackedTokenIdsAreRefusedAndNothingIsPulled() throws IOException {
+        Map<String, Object> params = prefill("x", 4);
+        try (EngineSocketClient d = new EngineSocketClient(socket())) {
+            for (Object bad : new Object[] {12, "not base64!", "AQIDBAUG" /* 6 bytes */, le32(1, -1) /* 2^32 - 1 */,
+                    le32(new int[PromptInput.MAX_TOKENS + 1])}) {
+                Map<String, Object> body = packedBody(pull("x", 4, params, 0), bad);
+                body.remove("token_ids");
+                assertProblem(d.call(Map.of("op", "pull", "body", body)), 400, "invalid-argument");
+            }
+            Map<String, Object> both = packedBody(pull("x", 4, params, 0), le32(1, 2, 3, 4));
+            assertProblem(d.call(Map.of("op", "pull", "body", both)), 400, "invalid-argument");
+            given().get("/v1/consumer/requests/x").then().statusCode(404);
+        } finally {
+            given().delete("/v1/producer/requests/x").then().statusCode(204);
+        }
     }
 
     @Test
@@ -186,6 +230,29 @@ class EngineSocketQuarkusTest {
         body.put("kv_transfer_params", params);
         body.put("decode_rank", rank);
         return Map.of("op", "pull", "body", body);
+    }
+
+    /** The pull with its token_ids packed as token_ids_le32. */
+    private static Map<String, Object> packed(Map<String, Object> pull) {
+        Map<String, Object> body = new HashMap<>((Map<String, Object>) pull.get("body"));
+        int[] ids = ((List<Integer>) body.remove("token_ids")).stream().mapToInt(Integer::intValue).toArray();
+        body.put(PackedTokenIds.FIELD, le32(ids));
+        return Map.of("op", "pull", "body", body);
+    }
+
+    /** A copy of the pull's body with token_ids_le32 set to {@code value}, its token_ids kept. */
+    private static Map<String, Object> packedBody(Map<String, Object> pull, Object value) {
+        Map<String, Object> body = new HashMap<>((Map<String, Object>) pull.get("body"));
+        body.put(PackedTokenIds.FIELD, value);
+        return body;
+    }
+
+    private static String le32(int... ids) {
+        ByteBuffer bytes = ByteBuffer.allocate(4 * ids.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int id : ids) {
+            bytes.putInt(id);
+        }
+        return Base64.getEncoder().encodeToString(bytes.array());
     }
 
     static Map<String, Object> release(String id, int rank) {
