@@ -19,7 +19,6 @@ plugin/stock ratios and where the plugin's time went; writes target/vllm-bench/r
 """
 import argparse
 import json
-import re
 import statistics
 import sys
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "integrations/vllm/e2e"))
+sys.path.insert(0, str(REPO / "integrations/vllm"))
 sys.path.insert(0, str(REPO / "bench"))
 
 import openai  # noqa: E402
@@ -35,16 +35,9 @@ import openai  # noqa: E402
 from fleet import Fleet, wait_registry_lists  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
+from pd_connector_vllm.timing_lines import LOAD_LINE, SAVE_LINE, SCHED_LINE, load_times  # noqa: E402
 
-# The plugin's own timing lines (pd_log_timings): P's time on the scheduler thread per request, P's copy into
-# its KV file, and D's load of a request as the plugin splits it
-LOAD_LINE = re.compile(r"D loaded \S+: .*?; pull ([0-9.]+) ms \(pd-connector's own ([0-9.-]+) ms[^)]*\), "
-                       r"copy ([0-9.]+) ms, release ([0-9.]+) ms")
-SAVE_LINE = re.compile(r"P saved \S+: .*, copy ([0-9.]+) ms")
-SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no params), sched ([0-9.]+) ms")
-# the same line's split by hook (plugin from 9a3e5e2 on): its share of the grant, the allocation, the plan, the finish
-SCHED_HOOKS = ("share", "alloc", "plan", "finish")
-SCHED_SPLIT = re.compile(r"sched [0-9.]+ ms \(share ([0-9.]+), alloc ([0-9.]+), plan ([0-9.]+), finish ([0-9.]+)\)")
+# the plugin's timing lines (pd_log_timings) by part: P's scheduler thread per request, P's copy, D's load split
 PLUGIN_PARTS = ("sched", "save", "pull", "pd_pull", "copy", "release")
 
 REQUEST_TIMEOUT_S = 120.0
@@ -86,8 +79,8 @@ class PluginTimings:
         parts["sched"] = [float(m.group(2)) for m in SCHED_LINE.finditer(text)]
         parts["save"] = [float(m.group(1)) for m in SAVE_LINE.finditer(text)]
         for m in LOAD_LINE.finditer(text):
-            for key, value in zip(("pull", "pd_pull", "copy", "release"), m.groups()):
-                parts[key].append(float(value))
+            for key, value in zip(("pull", "pd_pull", "copy", "release"), load_times(m)):
+                parts[key].append(value)
         return parts
 
 

@@ -14,7 +14,8 @@ so stock P and pd-connector hold it until their lease (5 s here) runs out. Repor
 requests/s (requests over the batch's wall time, `c` clients each sending one request after another), latency
 p50, CPU seconds per request of the fleet's processes (vLLM's server and engine core, pd-connector's JVM), and
 for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines; p50
-per hook in the JSON row) and
+per hook in the JSON row), its copy into P's KV file inside the engine step (p50, and all copies' share of the
+batch's wall time: the most a copy beside the step could take off it) and
 the KV bytes D-facing HTTP carried (none: P's engine path has no KV read-out). Ratios against no connector.
 With --threads, each row also says where the CPU went: ms per request of each thread kind, by the OS names of
 process and thread (the plugin names its own `pd-control` and `pd-load`; pd-connector's step loops are
@@ -36,7 +37,8 @@ import openai  # noqa: E402
 
 from fleet import Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
-from vllm_pd_bench import SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT, percentile  # noqa: E402
+from vllm_pd_bench import percentile  # noqa: E402
+from pd_connector_vllm.timing_lines import SAVE_LINE, SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
@@ -151,6 +153,12 @@ def main(argv):
                     row["sched_ms_p50"] = round(percentile(sched, 50), 4) if sched else None
                     row["sched_ms_p99"] = round(percentile(sched, 99), 4) if sched else None
                     row["sched_samples"] = len(sched)
+                    # P's copy into its KV file, inside the engine step (wait_for_save): its share of the batch's
+                    # wall time is the most that handing it to another thread could take off the steps
+                    saves = [float(m.group(1)) for m in SAVE_LINE.finditer(text)]
+                    row["save_ms_p50"] = round(percentile(saves, 50), 3) if saves else None
+                    row["save_ms_p99"] = round(percentile(saves, 99), 3) if saves else None
+                    row["save_share_of_wall"] = round(sum(saves) / 1000 / wall, 4) if saves else None
                     row["pd_kv_readouts"] = metric(pd, "http_server_requests_seconds_count",
                                                    {"uri": "/v1/consumer/requests/{id}/kv"})
                     # cumulative over the fleet's life: the plugin's batches on each channel
@@ -160,13 +168,16 @@ def main(argv):
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     base = {r["c"]: r for r in rows if r["fleet"] == "none"}
-    print(f"\n{'fleet':7} {'c':>3} {'req/s':>7} {'vs none':>8} {'p50 ms':>8} {'cpu s/req':>10} {'sched p50/p99 ms':>17}")
+    print(f"\n{'fleet':7} {'c':>3} {'req/s':>7} {'vs none':>8} {'p50 ms':>8} {'cpu s/req':>10} {'sched p50/p99 ms':>17} "
+          f"{'P copy p50 ms, share':>21}")
     for r in rows:
         ratio = r["requests_per_s"] / base[r["c"]]["requests_per_s"] if r["c"] in base else float("nan")
         r["requests_per_s_vs_none"] = round(ratio, 3)
         sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] == "plugin" else ""
+        save = (f"{r['save_ms_p50']}, {100 * r['save_share_of_wall']:.1f} %"
+                if r.get("save_share_of_wall") is not None else "")
         print(f"{r['fleet']:7} {r['c']:>3} {r['requests_per_s']:>7.1f} {ratio:>8.2f} {r['latency_p50_ms']:>8.1f} "
-              f"{r['cpu_s_per_request']:>10.4f} {sched:>17}")
+              f"{r['cpu_s_per_request']:>10.4f} {sched:>17} {save:>21}")
     out = REPO / "target/vllm-bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / "prefill.json").write_text(json.dumps({"prompt_tokens": args.prompt_tokens, "rows": rows}, indent=2) + "\n")

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from pd_connector_vllm.client import PdClient, PdError
+from pd_connector_vllm import timing_lines
 from pd_connector_vllm.layout import write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
@@ -268,6 +269,11 @@ def test_the_timing_line_says_pull_with_pd_connectors_phases_copy_and_release(tm
     assert re.search(r"pd blocks \[2, 4\] -> vLLM blocks \[5, 1\], 2048 bytes; pull [0-9.]+ ms "
                      r"\(pd-connector's own 1\.50 ms: to_loop 0\.10 read 0\.90 slot_check 0\.30\), "
                      r"copy [0-9.]+ ms, " + release + "$", line), line
+    # and the benches read it: a release after the load is off the load's clock, 0 ms of it
+    (match,) = timing_lines.LOAD_LINE.finditer(line)
+    pull, pd_pull, copy, released = timing_lines.load_times(match)
+    assert pd_pull == 1.5 and pull >= 0 and copy >= 0
+    assert released == 0.0 if epoch is not None else released >= 0
 
 
 def test_a_release_only_pull_is_released_and_never_reported_to_vllm():
@@ -280,6 +286,21 @@ def test_a_release_only_pull_is_released_and_never_reported_to_vllm():
     w.shutdown()
     assert client.names() == ["pull", "release", "close"]
     assert w.take_results().finished == set()
+
+
+def test_p_copys_timing_line_names_the_blocks_and_the_copy_time_benches_read(tmp_path, caplog):
+    client = FakeClient()
+    w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, timing_level=logging.INFO)
+    w.register(caches(), LAYOUT)
+    path = tmp_path / "pd-p-r0.kv"
+    path.write_bytes(bytes(8 * LAYOUT["block_bytes"]))
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        w.save([SaveSpec("r1", "r1", [3, 0], [6, 2], 5, [(str(path), 8 * LAYOUT["block_bytes"])])])
+    w.shutdown()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("P saved r1")]
+    assert "vLLM blocks [3, 0] -> pd blocks [6, 2]" in line, line
+    (match,) = timing_lines.SAVE_LINE.finditer(line)
+    assert float(match.group(1)) >= 0, line
 
 
 def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_gives_its_grant_back(tmp_path):
