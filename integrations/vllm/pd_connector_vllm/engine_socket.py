@@ -153,12 +153,12 @@ class EngineSocket:
 
 
 def _packed(frame: dict[str, Any]) -> dict[str, Any]:
-    """The pull with its ``token_ids`` as ``token_ids_le32``; as it was if an id is no unsigned 32-bit word
-    (pd-connector then refuses the list as it would refuse it packed)."""
+    """The pull with its ``token_ids`` as ``token_ids_le32``; as it was without a list of unsigned 32-bit words
+    (pd-connector then answers it as it answers such a list)."""
     body = dict(frame["body"])
     try:
         words = array.array(_WORD, body.pop("token_ids"))
-    except (OverflowError, TypeError):
+    except (KeyError, OverflowError, TypeError):
         return frame
     if sys.byteorder == "big":
         words.byteswap()

@@ -288,7 +288,8 @@ def test_ids_that_are_no_32_bit_words_go_as_the_list_for_the_server_to_refuse(en
     c = connect()
     c.pull("r1", [5, -1], PARAMS, 0)
     c.pull("r2", [5, 2**32], PARAMS, 0)
-    assert [r["body"].get("token_ids") for r in engine.requests("pull")] == [[5, -1], [5, 2**32]]
+    c.pull("r3", [5, 1.5], PARAMS, 0)
+    assert [r["body"].get("token_ids") for r in engine.requests("pull")] == [[5, -1], [5, 2**32], [5, 1.5]]
 
 
 def test_each_connection_packs_by_its_own_hello(engine, connect):
