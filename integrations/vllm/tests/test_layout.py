@@ -111,6 +111,26 @@ def test_runs_of_consecutive_blocks_and_the_torch_fallback_read_alike(monkeypatc
             assert torch.equal(a[vb], s[i]), (vb, i)
 
 
+def test_runs_of_consecutive_blocks_and_the_torch_fallback_write_alike(monkeypatch):
+    """P's copy as D's: one numpy copy per run of blocks consecutive on both sides, or torch per block where
+    numpy cannot view a tensor; the same bytes, bfloat16 included, and no other block touched."""
+    src_layers = [t.to(torch.bfloat16) for t in vllm_layers(5)]
+    vllm_blocks, pd_blocks = [1, 2, 3, 5, 0, 4], [2, 3, 4, 7, 0, 1]   # runs (1..3 -> 2..4), (5 -> 7), (0 -> 0), (4 -> 1)
+    by_numpy = torch.full((9, LAYERS, 2, HEADS, TOKENS, DIM), 3.0, dtype=torch.bfloat16)
+    write_pd_blocks(src_layers, vllm_blocks, by_numpy, pd_blocks)
+    monkeypatch.setattr(layout, "_numpy_view", lambda t, shape: None)
+    by_torch = torch.full_like(by_numpy, 3.0)
+    write_pd_blocks(src_layers, vllm_blocks, by_torch, pd_blocks)
+    assert torch.equal(by_numpy.view(torch.int16), by_torch.view(torch.int16))
+    assert (by_numpy[[5, 6, 8]] == 3.0).all()
+    for vb, pb in zip(vllm_blocks, pd_blocks):
+        for l, layer in enumerate(src_layers):
+            key, value = vllm_key_value(layer)
+            assert torch.equal(by_numpy[pb, l, 0], key[vb]) and torch.equal(by_numpy[pb, l, 1], value[vb])
+    with pytest.raises(ValueError):
+        write_pd_blocks(src_layers, [1, 2], by_numpy, [2])
+
+
 def test_layers_are_ordered_by_their_index_not_by_name():
     caches = {f"model.layers.{i}.self_attn.attn": torch.zeros(1) + i for i in (10, 2, 1)}
     assert [n for n, _ in order_layers(caches)] == [
