@@ -122,53 +122,48 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
 def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: torch.Tensor,
                     pd_blocks: list[int]) -> None:
     """Copies vLLM blocks into pd-connector blocks ``dst[pd_blocks]`` (dst: (N, L, 2, H, T, D), e.g. P's whole KV
-    file), as :func:`read_pd_blocks` copies the other way: for each run of blocks consecutive on both sides, one
-    strided copy per layer by numpy on the calling thread, which runs inside vLLM's engine step (torch's
-    ``copy_`` per block and layer took 3.5 ms there for 4.5 MiB of Qwen2.5-0.5B's KV); torch, one block and
-    layer at a time, for tensors numpy cannot view."""
-    vllm_blocks = [int(b) for b in vllm_blocks]
-    pd_blocks = [int(b) for b in pd_blocks]
-    if len(vllm_blocks) != len(pd_blocks):
-        raise ValueError(f"{len(vllm_blocks)} vLLM blocks for {len(pd_blocks)} pd blocks")
-    dst_np = _numpy_view(dst, dst.shape)
-    src_np = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
-    if dst_np is None or any(s is None for s in src_np):
-        for vb, pb in zip(vllm_blocks, pd_blocks):
-            for l, t in enumerate(layers):
-                n_blocks, heads, tokens, two_dim = t.shape
-                src = t[vb].reshape(heads, 2, tokens, two_dim // 2)
-                dst[pb, l].copy_(src.permute(1, 0, 2, 3))
-        return
-    for p0, v0, n in _runs(pd_blocks, vllm_blocks):
-        for l, src in enumerate(src_np):
-            np.copyto(dst_np[p0:p0 + n, l], src[v0:v0 + n].transpose(0, 2, 1, 3, 4))
+    file), as :func:`read_pd_blocks` copies the other way. It runs inside vLLM's engine step: by torch, one
+    ``copy_`` per block and layer, it took 1.5-2x as long (``bench/p_save_bench.py``)."""
+    _copy_blocks(dst, layers, vllm_blocks, pd_blocks, to_file=True)
 
 
 def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
                    pd_blocks: list[int] | None = None) -> None:
     """Copies pd-connector blocks into vLLM's blocks, in order: ``src[pd_blocks[i]]`` (src: (N, L, 2, H, T, D),
-    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``.
+    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``."""
+    _copy_blocks(src, layers, vllm_blocks, list(range(len(vllm_blocks))) if pd_blocks is None else pd_blocks,
+                 to_file=False)
 
-    Read in place, no gather into a temporary: for each run of blocks consecutive on both sides, one strided
-    copy per layer, done by numpy on the calling thread (the planes are contiguous, so it runs at memcpy
-    speed). torch's ``copy_`` would fork into the process's OpenMP pool, which vLLM's forward pass uses: on a
-    busy 2-core host that made the same copy 3-20x slower. Tensors numpy cannot view (not contiguous) fall
-    back to torch, one block and layer at a time."""
-    blocks = list(range(len(vllm_blocks))) if pd_blocks is None else [int(b) for b in pd_blocks]
+
+def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int], pd_blocks: list[int],
+                 to_file: bool) -> None:
+    """vLLM block ``vllm_blocks[i]`` to or from pd-connector block ``file[pd_blocks[i]]``, in place, no gather
+    into a temporary: for each run of blocks consecutive on both sides, one strided copy per layer, done by
+    numpy on the calling thread (the planes are contiguous, so it runs at memcpy speed). torch's ``copy_``
+    would fork into the process's OpenMP pool, which vLLM's forward pass uses: on a busy 2-core host that made
+    the same copy 3-20x slower. Tensors numpy cannot view (not contiguous, not in host memory) are copied by
+    torch, one block and layer at a time."""
+    pd_blocks = [int(b) for b in pd_blocks]
     vllm_blocks = [int(b) for b in vllm_blocks]
-    if len(blocks) != len(vllm_blocks):
-        raise ValueError(f"{len(blocks)} pd blocks for {len(vllm_blocks)} vLLM blocks")
-    src_np = _numpy_view(src, src.shape)
-    dst_np = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
-    if src_np is None or any(d is None for d in dst_np):
-        for b, vb in zip(blocks, vllm_blocks):
+    if len(pd_blocks) != len(vllm_blocks):
+        raise ValueError(f"{len(pd_blocks)} pd blocks for {len(vllm_blocks)} vLLM blocks")
+    file_np = _numpy_view(file, file.shape)
+    planes = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
+    if file_np is None or any(p is None for p in planes):
+        for pb, vb in zip(pd_blocks, vllm_blocks):
             for l, t in enumerate(layers):
                 n_blocks, heads, tokens, two_dim = t.shape
-                t[vb].view(heads, 2, tokens, two_dim // 2).copy_(src[b, l].permute(1, 0, 2, 3))
+                if to_file:
+                    file[pb, l].copy_(t[vb].reshape(heads, 2, tokens, two_dim // 2).permute(1, 0, 2, 3))
+                else:
+                    t[vb].view(heads, 2, tokens, two_dim // 2).copy_(file[pb, l].permute(1, 0, 2, 3))
         return
-    for p0, v0, n in _runs(blocks, vllm_blocks):
-        for l, dst in enumerate(dst_np):
-            np.copyto(dst[v0:v0 + n], src_np[p0:p0 + n, l].transpose(0, 2, 1, 3, 4))
+    for p0, v0, n in _runs(pd_blocks, vllm_blocks):
+        for l, plane in enumerate(planes):
+            if to_file:
+                np.copyto(file_np[p0:p0 + n, l], plane[v0:v0 + n].transpose(0, 2, 1, 3, 4))
+            else:
+                np.copyto(plane[v0:v0 + n], file_np[p0:p0 + n, l].transpose(0, 2, 1, 3, 4))
 
 
 def numpy_copies(layers: list[torch.Tensor]) -> bool:
