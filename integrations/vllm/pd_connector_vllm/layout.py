@@ -167,7 +167,7 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
 
 
 def numpy_copies(layers: list[torch.Tensor]) -> bool:
-    """Whether :func:`read_pd_blocks` copies into these caches by numpy (else by torch, block by block)."""
+    """Whether the copies to and from these caches go by numpy (else by torch, block by block)."""
     return all(_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) is not None
                for t in layers) if layers and all(t.dim() == 4 for t in layers) else False
 

@@ -87,7 +87,7 @@ class PdWorker:
         else:
             check_geometry(ordered, geometry, self._tp)
             kv = FileKv(layers, geometry)
-            copies = "%s; D's copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
+            copies = "%s; copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
                                                 else "torch (caches numpy cannot view)")
         self._layers, self._geometry, self._kv = layers, geometry, kv
         log.info("pd-connector plugin, TP rank %d of %d: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
