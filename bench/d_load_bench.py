@@ -159,8 +159,8 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
             worker.register(caches(layers, heads, dim, nb, seed=None), layout)
             assert client.engine_socket == (layout["engine_socket"] if ch == "socket" else None)
             if ch == "socket":  # D reads packed ids, and only the list row sends lists
-                client.pull_packs = PACKED_TOKEN_IDS in client._engine._local.features
-                assert client.pull_packs == (client_class is not ListIdsClient), (kind, client.pull_packs)
+                packs = PACKED_TOKEN_IDS in client._engine._local.features
+                assert packs == (client_class is not ListIdsClient), (kind, packs)
             d_side[kind] = (client, worker)
         seq = 0
 

@@ -85,7 +85,7 @@ def run(name: str, tokens: int, n: int, work: Path) -> dict:
         path = kv_file(work, f"{name}-{tokens}-{kind.replace(' ', '-')}.kv", size)
         paths.append(path)
         dst[kind] = files.blocks(path, size, g, torch.bfloat16)
-        if kind == "fresh populated" and not files._maps[path][6].wait(120):
+        if kind == "fresh populated" and not files.populator(path).wait(120):
             raise RuntimeError(f"{path} was not populated within 120 s (kernel without MADV_POPULATE_WRITE?)")
         mappings.append(files)
     dst["torch"] = dst["numpy"]

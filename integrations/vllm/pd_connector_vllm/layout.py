@@ -24,7 +24,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -201,6 +201,18 @@ def _runs(pd_blocks: list[int], vllm_blocks: list[int]):
 EPOCH = np.dtype("<u8")  # one word per block in the epoch table after a D file's blocks
 
 
+class _Mapped(NamedTuple):
+    """One file as KvFiles holds it: which file (inode, device, mapped size) and its views."""
+
+    inode: int
+    device: int
+    size: int
+    mapping: np.memmap
+    blocks: torch.Tensor
+    epochs: np.ndarray | None
+    populator: Populator
+
+
 class KvFiles:
     """pd-connector's per-rank KV files (P's, which P's worker writes; D's, which D's worker reads pulled blocks
     from), mapped once each and mapped again when pd-connector restarts (a new file at the same path). Each new
@@ -210,7 +222,7 @@ class KvFiles:
     def __init__(self, populator=Populator) -> None:
         self._lock = threading.Lock()
         self._populator = populator
-        self._maps: dict[str, tuple[int, int, int, np.memmap, torch.Tensor, np.ndarray | None, Populator]] = {}
+        self._maps: dict[str, _Mapped] = {}
 
     def blocks(self, path: str, region_bytes: int, pd: PdGeometry, dtype: torch.dtype) -> torch.Tensor:
         """The file as a tensor (num_blocks, L, 2, H, T, D) of ``dtype``, shared with pd-connector."""
@@ -222,10 +234,14 @@ class KvFiles:
         little-endian 64-bit word per block after them (pull replies' ``blocks_epoch``)."""
         return self._map(path, region_bytes, pd, dtype, True)
 
+    def populator(self, path: str) -> Populator:
+        """The thread populating the mapping of ``path`` now (KeyError if it is not mapped)."""
+        with self._lock:
+            return self._maps[path].populator
+
     def _map(self, path: str, region_bytes: int, pd: PdGeometry, dtype: torch.dtype,
              table: bool) -> tuple[torch.Tensor, np.ndarray | None]:
         st = os.stat(path)
-        key = (st.st_ino, st.st_dev)
         if region_bytes % pd.block_bytes:
             raise GeometryMismatch(f"{path}: region of {region_bytes} bytes is not a whole number of "
                                    f"{pd.block_bytes}-byte blocks")
@@ -233,8 +249,8 @@ class KvFiles:
         size = region_bytes + (n_blocks * EPOCH.itemsize if table else 0)
         with self._lock:
             cached = self._maps.get(path)
-            if cached is not None and cached[:3] == (key[0], key[1], size):
-                return cached[4], cached[5]
+            if cached is not None and (cached.inode, cached.device, cached.size) == (st.st_ino, st.st_dev, size):
+                return cached.blocks, cached.epochs
             if st.st_size < size:
                 raise GeometryMismatch(f"{path} is {st.st_size} bytes, pd-connector said {region_bytes}"
                                        + (f" and an epoch table of {n_blocks} blocks" if table else ""))
@@ -242,9 +258,9 @@ class KvFiles:
             tensor = torch.from_numpy(mm[:region_bytes]).view(dtype).view(n_blocks, *pd.block_shape())
             epochs = mm[region_bytes:].view(EPOCH) if table else None
             if cached is not None:
-                cached[6].stop(0)  # the file pd-connector replaced: no use populating it further
-            self._maps[path] = (key[0], key[1], size, mm, tensor, epochs,
-                                self._populator(mm, mm.ctypes.data, size, path))
+                cached.populator.stop(0)  # the file pd-connector replaced: no use populating it further
+            self._maps[path] = _Mapped(st.st_ino, st.st_dev, size, mm, tensor, epochs,
+                                       self._populator(mm, mm.ctypes.data, size, path))
             return tensor, epochs
 
     def close(self) -> None:
@@ -252,6 +268,6 @@ class KvFiles:
         any more."""
         with self._lock:
             maps, self._maps = self._maps, {}
-        for entry in maps.values():
-            if not entry[6].stop():
-                log.warning("the thread populating %s did not stop within 5 s", entry[3].filename)
+        for path, mapped in maps.items():
+            if not mapped.populator.stop():
+                log.warning("the thread populating %s did not stop within 5 s", path)

@@ -71,6 +71,5 @@ class Populator:
     def stop(self, timeout_s: float = 5.0) -> bool:
         """Stops after the call under way (at most one chunk); True once the thread has ended."""
         self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
+        self._thread.join(timeout_s)
         return not self._thread.is_alive()

@@ -35,7 +35,7 @@ def kv_file():
 
 
 def populator_of(files: KvFiles, path: str) -> populate.Populator:
-    return files._maps[path][6]
+    return files.populator(path)
 
 
 def faults_writing(tensor: torch.Tensor) -> int:
