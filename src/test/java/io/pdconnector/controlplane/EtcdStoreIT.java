@@ -20,13 +20,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
@@ -274,12 +273,12 @@ class EtcdStoreIT {
         Peer a = peer("a", prefix, cluster.clientUrls());
         a.publish(1);
 
-        await("b refuses both and takes a", () -> b.seen.refused.size() == 2 && b.seen.has("a"), b);
-        assertTrue(b.seen.refused.get(prefix + "instances/x").contains("names engine x but the record is of y"),
-                b.seen.refused.toString());
+        await("b refuses both and takes a", () -> b.seen.refused().size() == 2 && b.seen.has("a"), b);
+        assertTrue(b.seen.refused().get(prefix + "instances/x").contains("names engine x but the record is of y"),
+                b.seen.refused().toString());
         Peer c = peer("c", prefix, cluster.clientUrls());
         await("c's first view holds only a", () -> c.seen.log().contains("replaceAll [a]"), c);
-        assertEquals(Set.of(prefix + "instances/garbage", prefix + "instances/x"), c.seen.refused.keySet());
+        assertEquals(Set.of(prefix + "instances/garbage", prefix + "instances/x"), c.seen.refused().keySet());
         assertFalse(b.seen.has("garbage") || b.seen.has("x") || b.seen.has("y"), b.seen.log().toString());
     }
 
@@ -453,53 +452,59 @@ class EtcdStoreIT {
         }
     }
 
-    /** A listener that remembers the view and, in order, everything it was told. */
+    /**
+     * A listener that remembers the view and, in order, everything it was told. One lock over both: a test that
+     * sees a change in the view must also find it in the log (the store calls from its own thread).
+     */
     static final class Seen implements RegistryListener {
-        private final Map<String, InstanceRecord> view = new ConcurrentHashMap<>();
-        private final List<String> log = new CopyOnWriteArrayList<>();
-        final Map<String, String> refused = new ConcurrentHashMap<>();
+        private final Map<String, InstanceRecord> view = new HashMap<>();
+        private final List<String> log = new ArrayList<>();
+        private final Map<String, String> refused = new HashMap<>();
 
         @Override
-        public void upsert(InstanceRecord record) {
+        public synchronized void upsert(InstanceRecord record) {
             view.put(record.engineId(), record);
             log.add("upsert " + record.engineId());
         }
 
         @Override
-        public void remove(String engineId) {
+        public synchronized void remove(String engineId) {
             view.remove(engineId);
             log.add("remove " + engineId);
         }
 
         @Override
-        public void replaceAll(Collection<InstanceRecord> records) {
+        public synchronized void replaceAll(Collection<InstanceRecord> records) {
             view.clear();
             records.forEach(r -> view.put(r.engineId(), r));
             log.add("replaceAll " + records.stream().map(InstanceRecord::engineId).sorted().toList());
         }
 
         @Override
-        public void refused(String key, String reason) {
+        public synchronized void refused(String key, String reason) {
             refused.put(key, reason);
             log.add("refused " + key);
         }
 
-        boolean has(String engineId) {
+        synchronized boolean has(String engineId) {
             return view.containsKey(engineId);
         }
 
-        int freeBlocks(String engineId) {
+        synchronized int freeBlocks(String engineId) {
             InstanceRecord r = view.get(engineId);
             return r == null ? -1 : r.capacity().freeBlocks();
         }
 
-        List<String> log() {
+        synchronized Map<String, String> refused() {
+            return Map.copyOf(refused);
+        }
+
+        synchronized List<String> log() {
             return List.copyOf(log);
         }
 
-        List<String> since(int mark) {
-            List<String> all = log();
-            return all.subList(Math.min(mark, all.size()), all.size());
+        synchronized List<String> since(int mark) {
+            return List.copyOf(log.subList(Math.min(mark, log.size()), log.size()));
         }
     }
 
