@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -208,7 +209,7 @@ class AuthQuarkusTest {
         Map<String, Double> before = refusals();
 
         // a refused prefill holds nothing
-        JsonNode s0 = status();
+        JsonNode s0 = settledStatus();
         assertEquals(401, given().contentType("application/json").body(prefill("auth-r0", prompt))
                 .post("/v1/producer/prefill").statusCode());
         assertEquals(s0, status());
@@ -218,7 +219,7 @@ class AuthQuarkusTest {
         String params = as("router").contentType("application/json").body(prefill("auth-r1", prompt))
                 .post("/v1/producer/prefill").then().statusCode(200).extract().asString();
         JsonNode kvParams = JSON.readTree(params).path("kv_transfer_params");
-        JsonNode s1 = status();
+        JsonNode s1 = settledStatus();
         assertEquals(401, given().delete("/v1/producer/requests/auth-r1").statusCode());
         assertEquals(403, as("peer").delete("/v1/producer/requests/auth-r1").statusCode());
         assertEquals(s1, status());
@@ -235,7 +236,7 @@ class AuthQuarkusTest {
 
         // the router pulls; a refused read-out leaves the KV for the engine
         as("router").contentType("application/json").body(pull).post("/v1/consumer/pull").then().statusCode(200);
-        JsonNode s2 = status();
+        JsonNode s2 = settledStatus();
         assertEquals(401, given().get("/v1/consumer/requests/auth-r1/kv").statusCode());
         assertEquals(403, as("router").get("/v1/consumer/requests/auth-r1/kv").statusCode());
         assertEquals(s2, status());
@@ -262,6 +263,25 @@ class AuthQuarkusTest {
     }
 
     /** What the loops hold (blocks, slots, leases, pulls, queues), without the step heartbeat. */
+    /**
+     * The status once the step loops have done what the last accepted call set going: the loops publish their
+     * counts at the end of a step, after its replies, and P frees a read lease a step or two after D's pull
+     * answered. Two equal reads 100 ms apart, within 10 s.
+     */
+    private static JsonNode settledStatus() throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        JsonNode last = status();
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            JsonNode now = status();
+            if (now.equals(last)) {
+                return now;
+            }
+            last = now;
+        }
+        throw new AssertionError("the status kept changing for 10 s: " + last);
+    }
+
     private static JsonNode status() throws Exception {
         JsonNode s = JSON.readTree(as("operator").get("/v1/status").then().statusCode(200).extract().asString());
         ((com.fasterxml.jackson.databind.node.ObjectNode) s.path("producer")).remove("ms_since_last_step");

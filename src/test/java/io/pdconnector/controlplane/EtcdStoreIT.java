@@ -157,10 +157,16 @@ class EtcdStoreIT {
     void oneMemberDownGoesUnnoticed() throws Exception {
         // Each member in turn (one of them killed), each time with instances that connected while all three
         // were up: a member that has just come back is one gRPC may not have reconnected to yet.
+        // A store whose watch broke asks etcd again and calls it lost only if that read outlasts its call
+        // timeout; after a killed leader the read waits for the next election, 1-2 s on an idle machine with
+        // etcd's defaults and more on a loaded one. With this file's 2 s that can be a "loss" b then reads
+        // again from, so these stores wait 6 s, twice the service's default (pd.registry.etcd.call-timeout).
+        Duration outlastsAnElection = Duration.ofSeconds(6);
         for (int i = 0; i < cluster.size(); i++) {
             String prefix = "/it/one-down-" + i + "/";
-            Peer a = peer("a", prefix, cluster.clientUrls());
-            Peer b = peer("b", prefix, cluster.clientUrls());
+            EtcdSettings settings = EtcdSettings.of(cluster.clientUrls(), prefix, TTL, MAX_BACKOFF, outlastsAnElection);
+            Peer a = peer("a", settings);
+            Peer b = peer("b", settings);
             a.publish(1);
             await("b sees a", () -> b.seen.has("a"), b);
             long lease = leaseOf(prefix, "a");
@@ -172,7 +178,8 @@ class EtcdStoreIT {
                 cluster.stop(i);
             }
             a.publish(2);
-            await("b sees a's change with member " + i + " down", () -> b.seen.freeBlocks("a") == 2, b);
+            await("b sees a's change with member " + i + " down", () -> b.seen.freeBlocks("a") == 2,
+                    outlastsAnElection.plus(SEEN), b);
             awaitHealthy(a, true);
             awaitHealthy(b, false);
             // a watch resumed on another member may deliver a's change twice; the same record twice is harmless,
