@@ -93,7 +93,9 @@ def test_closing_the_files_stops_their_populating_threads(kv_file):
     files = KvFiles(populator=lambda mapping, address, size, what: populate.Populator(
         mapping, address, 1 << 40, what, madvise=slow))   # far more chunks than the test waits for
     files.blocks(kv_file, BLOCKS * G.block_bytes, G, torch.bfloat16)
-    time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while not calls and time.monotonic() < deadline:   # the thread under way, however late it was started
+        time.sleep(0.01)
     files.close()
     assert not [t for t in threading.enumerate() if t.name == "pd-populate"]
     assert 1 <= len(calls) < 100

@@ -10,8 +10,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A scripted P or D on 127.0.0.1 for router tests: answers each request with the next scripted reply
@@ -19,8 +21,15 @@ import java.util.concurrent.LinkedBlockingQueue;
  */
 final class FakeInstance implements AutoCloseable {
 
-    /** One reply: status, content type, body pieces written with a pause between them. */
-    record Reply(int status, String contentType, List<String> pieces, long pauseMillis) {
+    /**
+     * One reply: status, content type, body pieces written with a pause between them; with {@code restHeld}, the
+     * pieces after the first wait until the test counts it down (at most 10 s; then they are never written).
+     */
+    record Reply(int status, String contentType, List<String> pieces, long pauseMillis, CountDownLatch restHeld) {
+        Reply(int status, String contentType, List<String> pieces, long pauseMillis) {
+            this(status, contentType, pieces, pauseMillis, null);
+        }
+
         static Reply json(int status, String body) {
             return new Reply(status, status < 300 ? "application/json" : "application/problem+json", List.of(body), 0);
         }
@@ -63,9 +72,12 @@ final class FakeInstance implements AutoCloseable {
         x.getResponseHeaders().add("Content-Type", r.contentType());
         x.sendResponseHeaders(r.status(), 0);
         try (OutputStream out = x.getResponseBody()) {
-            for (String piece : r.pieces()) {
-                out.write(piece.getBytes(StandardCharsets.UTF_8));
+            for (int i = 0; i < r.pieces().size(); i++) {
+                out.write(r.pieces().get(i).getBytes(StandardCharsets.UTF_8));
                 out.flush();
+                if (i == 0 && r.restHeld() != null && !r.restHeld().await(10, TimeUnit.SECONDS)) {
+                    return;
+                }
                 Thread.sleep(r.pauseMillis());
             }
         } catch (InterruptedException e) {

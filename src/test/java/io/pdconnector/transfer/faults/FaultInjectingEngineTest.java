@@ -79,7 +79,8 @@ class FaultInjectingEngineTest {
 
     @Test
     void aDelayedReadKeepsThePullReadingUntilItsDelayPassesThenItIsReceived() throws InterruptedException {
-        start(every(FaultPlan.Kind.BLOCK, OptionalInt.empty(), FaultPlan.Action.DELAY, Duration.ofMillis(300)));
+        // Long enough that the three steps below end inside it on a loaded machine (a JIT pass, a GC pause).
+        start(every(FaultPlan.Kind.BLOCK, OptionalInt.empty(), FaultPlan.Action.DELAY, Duration.ofSeconds(2)));
         ProducerFixture p = cluster.producer(cluster.producerConfig("p"));
         ConsumerFixture d = cluster.consumer(cluster.consumerConfig("d"));
         KvTransferParams params = cluster.prefill(p, "a", tokens);
@@ -87,7 +88,7 @@ class FaultInjectingEngineTest {
         cluster.steps(3);
         assertFalse(pull.isDone(), "the delayed READ is still reported in flight");
         assertEquals(1, d.snapshot().blockReadsInFlight());
-        for (int i = 0; i < 100 && !pull.isDone(); i++) {
+        for (int i = 0; i < 500 && !pull.isDone(); i++) {
             Thread.sleep(10);
             cluster.steps(1);
         }
