@@ -262,7 +262,6 @@ class AuthQuarkusTest {
         return given().header("Authorization", "Bearer " + TOKENS.get(role));
     }
 
-    /** What the loops hold (blocks, slots, leases, pulls, queues), without the step heartbeat. */
     /**
      * The status once the step loops have done what the last accepted call set going: the loops publish their
      * counts at the end of a step, after its replies, and P frees a read lease a step or two after D's pull
@@ -282,6 +281,7 @@ class AuthQuarkusTest {
         throw new AssertionError("the status kept changing for 10 s: " + last);
     }
 
+    /** What the loops hold (blocks, slots, leases, pulls, queues), without the step heartbeat. */
     private static JsonNode status() throws Exception {
         JsonNode s = JSON.readTree(as("operator").get("/v1/status").then().statusCode(200).extract().asString());
         ((com.fasterxml.jackson.databind.node.ObjectNode) s.path("producer")).remove("ms_since_last_step");
