@@ -3,10 +3,12 @@
 pd-connector plugin beside a producer pd-connector, each fleet started alone, the same requests to each.
 
     bench/vllm-pd.sh --prefill [--requests 48] [--warmup 8] [--concurrency 1,16] [--prompt-tokens 300]
-                               [--fleets none,stock,plugin] [--threads]   (PD_BENCH_MODEL: another model)
+                               [--fleets none,stock,plugin] [--dtype float32] [--threads]
+                               (PD_BENCH_MODEL: another model)
 
 Fleet `noop` is vLLM with bench/noop_connector.py, a connector whose every hook does nothing: what vLLM's own
-connector machinery costs, the floor under any connector.
+connector machinery costs, the floor under any connector. Fleet `in-step` is the plugin with `pd_save_overlap` off:
+P's copy after the forward, in the step, instead of layer by layer on a copy thread beside the forward.
 
 Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
 `kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
@@ -14,8 +16,9 @@ so stock P and pd-connector hold it until their lease (5 s here) runs out. Repor
 requests/s (requests over the batch's wall time, `c` clients each sending one request after another), latency
 p50, CPU seconds per request of the fleet's processes (vLLM's server and engine core, pd-connector's JVM), and
 for the plugin the time it spent on vLLM's scheduler thread per request (p50, p99: its `sched` timing lines; p50
-per hook in the JSON row), its copy into P's KV file inside the engine step (p50, and all copies' share of the
-batch's wall time: the most a copy beside the step could take off it) and
+per hook in the JSON row), its copy into P's KV file (p50), how long the engine step waited for the copies
+(`wait_for_save`: p50 over the requests of the wait of each one's step, and the steps' waits as a share of the
+batch's wall time) and
 the KV bytes D-facing HTTP carried (none: P's engine path has no KV read-out). Ratios against no connector.
 With --threads, each row also says where the CPU went: ms per request of each thread kind, by the OS names of
 process and thread (the plugin names its own `pd-control` and `pd-load`; pd-connector's step loops are
@@ -38,7 +41,7 @@ import openai  # noqa: E402
 from fleet import Fleet, metric  # noqa: E402
 from fleet_cpu import fleet_sessions, session_cpu_seconds, thread_cpu_delta, thread_cpu_seconds  # noqa: E402
 from vllm_pd_bench import percentile  # noqa: E402
-from pd_connector_vllm.timing_lines import SAVE_LINE, SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT  # noqa: E402
+from pd_connector_vllm.timing_lines import SAVE_LINE, SAVE_WAIT, SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
 REQUEST_TIMEOUT_S = 120.0
@@ -56,7 +59,8 @@ def start(fleet: Fleet, kind: str):
                   "kv_buffer_device": "cpu"}
         return fleet.vllm("p", config, python_paths=(str(REPO / "bench"),)), None
     pd = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=1024)
-    return fleet.plugin_vllm("p", pd, plugin_settings={"pd_log_timings": True}), pd
+    settings = {"pd_log_timings": True, "pd_save_overlap": kind != "in-step"}
+    return fleet.plugin_vllm("p", pd, plugin_settings=settings), pd
 
 
 def batch(url: str, prompts, concurrency: int):
@@ -104,7 +108,10 @@ def main(argv):
     parser.add_argument("--prompt-tokens", type=int, default=300)
     parser.add_argument("--fleets", default="none,stock,plugin",
                         help="in this order, a fleet named twice runs twice: none (no connector), noop (vLLM's "
-                             "connector machinery with a connector that does nothing), stock, plugin")
+                             "connector machinery with a connector that does nothing), stock, plugin, in-step "
+                             "(the plugin copying after the forward, in the step)")
+    parser.add_argument("--dtype", choices=["bfloat16", "float32"], default=None,
+                        help="serve the model and its KV in this dtype (default: the model's own, bfloat16)")
     parser.add_argument("--threads", action="store_true",
                         help="also CPU ms per request of each thread kind (process/thread by OS name), the top 12")
     args = parser.parse_args(argv)
@@ -112,13 +119,13 @@ def main(argv):
     fleets = args.fleets.split(",")
     if not (1 <= args.requests <= 2000 and 0 <= args.warmup <= 2000 and all(1 <= c <= 64 for c in levels)):
         parser.error("--requests 1..2000, --warmup 0..2000, concurrency 1..64")
-    if set(fleets) - {"none", "noop", "stock", "plugin"}:
-        parser.error("--fleets takes none, noop, stock, plugin")
+    if set(fleets) - {"none", "noop", "stock", "plugin", "in-step"}:
+        parser.error("--fleets takes none, noop, stock, plugin, in-step")
 
     started = time.perf_counter()
     rows = []
     for kind in fleets:
-        with Fleet(f"prefill-{kind}") as fleet:
+        with Fleet(f"prefill-{kind}", dtype=args.dtype) as fleet:
             p, pd = start(fleet, kind)
             seed = 900_000
             batch(p.url, [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(args.warmup)], 1)
@@ -141,7 +148,7 @@ def main(argv):
                 if threads:
                     top = sorted(threads.items(), key=lambda kv: -kv[1])[:12]
                     row["thread_cpu_ms_per_request"] = {k: round(1000 * v / max(1, len(latencies)), 2) for k, v in top}
-                if kind == "plugin":
+                if kind in ("plugin", "in-step"):
                     with open(p.process.log_path, errors="replace") as f:
                         f.seek(log_from)
                         text = f.read()
@@ -153,12 +160,17 @@ def main(argv):
                     row["sched_ms_p50"] = round(percentile(sched, 50), 4) if sched else None
                     row["sched_ms_p99"] = round(percentile(sched, 99), 4) if sched else None
                     row["sched_samples"] = len(sched)
-                    # P's copy into its KV file, inside the engine step (wait_for_save): its share of the batch's
-                    # wall time is the most that handing it to another thread could take off the steps
+                    # P's copy into its KV file, and how long the steps waited for it in wait_for_save: all of the
+                    # copy when it runs in the step, what is left of it when it runs beside the forward. A step's
+                    # line per copy names the step's copies: each line counts 1/n of its step's wait.
                     saves = [float(m.group(1)) for m in SAVE_LINE.finditer(text)]
+                    waits = [(float(m.group(1)), int(m.group(2))) for m in SAVE_WAIT.finditer(text)]
+                    step_waits = [w for w, _ in waits]  # each request's step's wait
                     row["save_ms_p50"] = round(percentile(saves, 50), 3) if saves else None
                     row["save_ms_p99"] = round(percentile(saves, 99), 3) if saves else None
-                    row["save_share_of_wall"] = round(sum(saves) / 1000 / wall, 4) if saves else None
+                    row["save_wait_ms_p50"] = round(percentile(step_waits, 50), 3) if step_waits else None
+                    row["save_wait_share_of_wall"] = (round(sum(w / n for w, n in waits) / 1000 / wall, 4)
+                                                      if waits else None)
                     row["pd_kv_readouts"] = metric(pd, "http_server_requests_seconds_count",
                                                    {"uri": "/v1/consumer/requests/{id}/kv"})
                     # cumulative over the fleet's life: the plugin's batches on each channel
@@ -169,18 +181,19 @@ def main(argv):
                 print(json.dumps(row), flush=True)
     base = {r["c"]: r for r in rows if r["fleet"] == "none"}
     print(f"\n{'fleet':7} {'c':>3} {'req/s':>7} {'vs none':>8} {'p50 ms':>8} {'cpu s/req':>10} {'sched p50/p99 ms':>17} "
-          f"{'P copy p50 ms, share':>21}")
+          f"{'P copy p50, step wait p50 ms, share':>36}")
     for r in rows:
         ratio = r["requests_per_s"] / base[r["c"]]["requests_per_s"] if r["c"] in base else float("nan")
         r["requests_per_s_vs_none"] = round(ratio, 3)
-        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] == "plugin" else ""
-        save = (f"{r['save_ms_p50']}, {100 * r['save_share_of_wall']:.1f} %"
-                if r.get("save_share_of_wall") is not None else "")
+        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] in ("plugin", "in-step") else ""
+        save = (f"{r['save_ms_p50']}, {r['save_wait_ms_p50']}, {100 * r['save_wait_share_of_wall']:.1f} %"
+                if r.get("save_wait_share_of_wall") is not None else "")
         print(f"{r['fleet']:7} {r['c']:>3} {r['requests_per_s']:>7.1f} {ratio:>8.2f} {r['latency_p50_ms']:>8.1f} "
-              f"{r['cpu_s_per_request']:>10.4f} {sched:>17} {save:>21}")
+              f"{r['cpu_s_per_request']:>10.4f} {sched:>17} {save:>36}")
     out = REPO / "target/vllm-bench"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "prefill.json").write_text(json.dumps({"prompt_tokens": args.prompt_tokens, "rows": rows}, indent=2) + "\n")
+    (out / "prefill.json").write_text(json.dumps({"prompt_tokens": args.prompt_tokens, "dtype": args.dtype,
+                                                  "rows": rows}, indent=2) + "\n")
     print(f"took {time.perf_counter() - started:.0f} s; results in {out / 'prefill.json'}")
     return 0
 

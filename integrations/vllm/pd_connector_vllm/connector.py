@@ -21,6 +21,11 @@ key                           default    meaning
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
 ``pd_credit_wait_s``          10         P: how long a request waits (unscheduled) for its share of the grant
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
+``pd_save_overlap``           true       P: copy each layer's KV into pd-connector's file on a copy thread as
+                                         soon as the forward wrote it, instead of after the forward; the step
+                                         still ends only once every copy is done (saving.py)
+``pd_save_timeout_s``         30         P: how long the step waits for its copies beside the forward before
+                                         the engine stops (a copy that never ends)
 ``pd_engine_channel``         auto       P's batch, D's pull and release over pd-connector's engine socket (a
                                          Unix domain socket) when kv-layout names one (``auto``), always
                                          (``socket``: start-up fails without one) or never (``http``)
@@ -86,6 +91,8 @@ class PdSettings:
     credit_leases: int = 0
     credit_wait_s: float = 10.0
     engine_channel: str = "auto"
+    save_overlap: bool = True
+    save_timeout_s: float = 30.0
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -100,12 +107,13 @@ class PdSettings:
         s = cls(str(url), token,
                 float(extra.get("pd_http_timeout_s", 10)), float(extra.get("pd_pull_timeout_s", 150)),
                 float(extra.get("pd_connect_timeout_s", 60)), int(extra.get("pd_load_threads", 8)),
-                str(extra.get("pd_log_timings", False)).lower() in ("1", "true", "yes"),
+                _flag(extra, "pd_log_timings"),
                 int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)),
-                float(extra.get("pd_credit_wait_s", 10)), str(extra.get("pd_engine_channel", "auto")))
+                float(extra.get("pd_credit_wait_s", 10)), str(extra.get("pd_engine_channel", "auto")),
+                _flag(extra, "pd_save_overlap", True), float(extra.get("pd_save_timeout_s", 30)))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads),
-                            ("pd_credit_wait_s", s.credit_wait_s)):
+                            ("pd_credit_wait_s", s.credit_wait_s), ("pd_save_timeout_s", s.save_timeout_s)):
             if value <= 0:
                 raise ValueError(f"kv_connector_extra_config.{name} must be positive, got {value}")
         for name, value in (("pd_credit_blocks", s.credit_blocks), ("pd_credit_leases", s.credit_leases)):
@@ -133,6 +141,17 @@ class PdSettings:
 
     def client(self) -> PdClient:
         return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s)
+
+
+def _flag(extra: dict[str, Any], key: str, default: bool = False) -> bool:
+    """A true/false setting: a bool, or one of true/false, yes/no, 1/0; anything else names the setting."""
+    value = extra.get(key, default)
+    word = str(value).strip().lower()
+    if word in ("1", "true", "yes"):
+        return True
+    if word in ("0", "false", "no", ""):
+        return False
+    raise ValueError(f"kv_connector_extra_config.{key} must be true or false, got {value!r}")
 
 
 def current_token(configured: str, setting: str) -> str | None:
@@ -197,7 +216,8 @@ class PdConnector(KVConnectorBase_V1):
             rank = tp_rank() if parallelism.tp_size > 1 else 0
             self._worker = PdWorker(settings.client(), tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
-                                    engine_channel=settings.engine_channel)
+                                    engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
+                                    save_timeout_s=settings.save_timeout_s)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 
     # ---- worker side --------------------------------------------------------------------------
@@ -218,7 +238,10 @@ class PdConnector(KVConnectorBase_V1):
 
     def save_kv_layer(self, layer_name: str, kv_layer: torch.Tensor, attn_metadata: "AttentionMetadata",
                       **kwargs: Any) -> None:
-        return  # the copy runs once per request in wait_for_save, when every layer is written
+        assert self._worker is not None
+        plan = self._plan()
+        if plan.saves:
+            self._worker.layer_written(layer_name, plan.saves)
 
     def wait_for_save(self):
         assert self._worker is not None

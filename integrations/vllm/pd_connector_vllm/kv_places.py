@@ -37,12 +37,13 @@ class FileKv:
         self._g = g
         self._files = KvFiles()
 
-    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int]) -> None:
+    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int],
+             only_layers: Sequence[int] | None = None) -> None:
         if path is None:
             raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
                                "this plugin writes through the shared file only")
         dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
-        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks)
+        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks, only_layers)
 
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
              epoch: int | None = None) -> str | None:

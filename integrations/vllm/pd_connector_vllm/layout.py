@@ -24,7 +24,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -120,11 +120,12 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
 
 
 def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: torch.Tensor,
-                    pd_blocks: list[int]) -> None:
+                    pd_blocks: list[int], only_layers: Sequence[int] | None = None) -> None:
     """Copies vLLM blocks into pd-connector blocks ``dst[pd_blocks]`` (dst: (N, L, 2, H, T, D), e.g. P's whole KV
-    file), as :func:`read_pd_blocks` copies the other way. It runs inside vLLM's engine step: by torch, one
-    ``copy_`` per block and layer, it took 1.5-2x as long (``bench/p_save_bench.py``)."""
-    _copy_blocks(dst, layers, vllm_blocks, pd_blocks, to_file=True)
+    file), as :func:`read_pd_blocks` copies the other way; with ``only_layers``, those layers' planes alone (P's
+    copy beside the forward copies each layer once it is written). By torch, one ``copy_`` per block and layer, it
+    took 1.5-2x as long (``bench/p_save_bench.py``)."""
+    _copy_blocks(dst, layers, vllm_blocks, pd_blocks, to_file=True, only_layers=only_layers)
 
 
 def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
@@ -136,7 +137,7 @@ def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: l
 
 
 def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int], pd_blocks: list[int],
-                 to_file: bool) -> None:
+                 to_file: bool, only_layers: Sequence[int] | None = None) -> None:
     """vLLM block ``vllm_blocks[i]`` to or from pd-connector block ``file[pd_blocks[i]]``, in place, no gather
     into a temporary: for each run of blocks consecutive on both sides, one strided copy per layer, done by
     numpy on the calling thread (the planes are contiguous, so it runs at memcpy speed). torch's ``copy_``
@@ -147,11 +148,15 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
     vllm_blocks = [int(b) for b in vllm_blocks]
     if len(pd_blocks) != len(vllm_blocks):
         raise ValueError(f"{len(pd_blocks)} pd blocks for {len(vllm_blocks)} vLLM blocks")
+    chosen = range(len(layers)) if only_layers is None else [int(l) for l in only_layers]
+    if any(l < 0 or l >= len(layers) for l in chosen):
+        raise ValueError(f"layers {list(chosen)} outside the {len(layers)} registered")
     file_np = _numpy_view(file, file.shape)
     planes = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
     if file_np is None or any(p is None for p in planes):
         for pb, vb in zip(pd_blocks, vllm_blocks):
-            for l, t in enumerate(layers):
+            for l in chosen:
+                t = layers[l]
                 n_blocks, heads, tokens, two_dim = t.shape
                 if to_file:
                     file[pb, l].copy_(t[vb].reshape(heads, 2, tokens, two_dim // 2).permute(1, 0, 2, 3))
@@ -159,7 +164,8 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
                     t[vb].view(heads, 2, tokens, two_dim // 2).copy_(file[pb, l].permute(1, 0, 2, 3))
         return
     for p0, v0, n in _runs(pd_blocks, vllm_blocks):
-        for l, plane in enumerate(planes):
+        for l in chosen:
+            plane = planes[l]
             if to_file:
                 np.copyto(file_np[p0:p0 + n, l], plane[v0:v0 + n].transpose(0, 2, 1, 3, 4))
             else:

@@ -12,6 +12,9 @@ SCHED_LINE = re.compile(r"P request \S+: (params handed out, commit queued|no pa
 SCHED_HOOKS = ("share", "alloc", "plan", "finish")
 SCHED_SPLIT = re.compile(r"sched [0-9.]+ ms \(share ([0-9.]+), alloc ([0-9.]+), plan ([0-9.]+), finish ([0-9.]+)\)")
 SAVE_LINE = re.compile(r"P saved \S+: .*, copy ([0-9.]+) ms")
+# how long wait_for_save held the engine step for the step's copies: the copy itself when it runs in the step,
+# what was left of it when it runs beside the forward (pd_save_overlap)
+SAVE_WAIT = re.compile(r"P saved \S+: .*, the step waited ([0-9.]+) ms for its ([0-9]+) copies")
 # the release is a time when the load waited for it, "after the load" when the blocks' epochs vouched for the copy
 LOAD_LINE = re.compile(r"D loaded \S+: .*?; pull ([0-9.]+) ms \(pd-connector's own ([0-9.-]+) ms[^)]*\), "
                        r"copy ([0-9.]+) ms, release (?:([0-9.]+) ms|after the load)")

@@ -1,10 +1,10 @@
 """Worker side of the plugin: the KV copies, next to vLLM's KV cache tensors.
 
 One PdWorker per vLLM TP worker, each with its own KV heads and the pd-connector rank of the same number.
-P: ``save`` runs in wait_for_save, after the step's forward wrote the prompt's KV, and copies it into
-the granted blocks of this rank's shared KV file (pd-connector holds it from then on), before the scheduler
-hands the params out in this step's ``request_finished`` (vLLM's executor waits for every worker's step
-before the scheduler sees its output). D: ``start_loads`` hands each load to a bounded pool of threads (a
+P: the prompt's KV goes into the granted blocks of this rank's shared KV file (pd-connector holds it from
+then on) by the end of ``wait_for_save``, before the scheduler hands the params out in this step's
+``request_finished`` (vLLM's executor waits for every worker's step before the scheduler sees its output):
+in the step, or layer by layer beside the forward (saving.py). D: ``start_loads`` hands each load to a bounded pool of threads (a
 pull blocks on pd-connector for as long as the transfer and the lease check take); every worker asks for
 the pull with its rank and joins the one pull D's pd-connector runs for the request; each copies its rank's
 blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file (still the pull's:
@@ -36,6 +36,7 @@ from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .kv_places import FileKv, PoolKv
 from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .osthread import name_current_thread
+from .saving import PdSaver
 from .specs import LoadSpec, SaveSpec
 
 log = logging.getLogger("vllm.pd_connector")
@@ -51,7 +52,8 @@ class LoadResults:
 class PdWorker:
 
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
-                 timing_level: int = logging.DEBUG, engine_channel: str = "auto"):
+                 timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
+                 save_timeout_s: float = 30.0):
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -66,6 +68,9 @@ class PdWorker:
         self._lock = threading.Lock()
         self._results = LoadResults()
         self._timing_level = timing_level  # the level of the per-request timing lines
+        self._save_overlap = save_overlap
+        self._save_timeout_s = save_timeout_s
+        self._saver: PdSaver | None = None
 
     def register(self, kv_caches: dict[str, torch.Tensor], layout: dict, backend: str | None = None,
                  pool_kv=PoolKv) -> None:
@@ -90,6 +95,11 @@ class PdWorker:
             copies = "%s; copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
                                                 else "torch (caches numpy cannot view)")
         self._layers, self._geometry, self._kv = layers, geometry, kv
+        # Beside the forward only into the file: a VRAM pool's copies are one CUDA stream's, in the step.
+        overlap = self._save_overlap and isinstance(kv, FileKv)
+        self._saver = PdSaver(self._copy_layers, self._give_back, [n for n, _ in ordered], overlap,
+                              self._save_timeout_s, self._timing_level)
+        copies += "; P's copies " + ("beside the forward (a copy thread)" if overlap else "in the step")
         log.info("pd-connector plugin, TP rank %d of %d: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
                  "pd-connector %s (%s); blocks in %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
                  geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
@@ -103,30 +113,32 @@ class PdWorker:
     # ---- P ------------------------------------------------------------------------------------
 
     def save(self, specs: list[SaveSpec]) -> None:
-        for spec in specs:
-            try:
-                self._save(spec)
-            except Exception as e:  # noqa: BLE001 - any failure: no decoder may take these blocks for the KV
-                # The scheduler hands the params out after this step without knowing; giving the whole grant
-                # back now, before this step ends, zeroes its slots first, so a decoder declines them and
-                # P refuses the commit. Other requests of the grant not yet committed are declined too.
-                log.error("P request %s: KV copy into pd-connector failed (%s); giving grant %s back",
-                          spec.request_id, e, spec.grant_id)
-                try:
-                    self._client.batch({"returns": [spec.grant_id]})
-                except PdError as return_error:
-                    log.error("grant %s not given back either (%s): a decoder may read blocks without this "
-                              "request's KV until the grant expires", spec.grant_id, return_error)
+        """wait_for_save: every copy of the step is in pd-connector's blocks when this returns (saving.py)."""
+        if specs:
+            self._require_saver().save(specs)
 
-    def _save(self, spec: SaveSpec) -> None:
+    def layer_written(self, layer_name: str, specs: list[SaveSpec]) -> None:
+        """save_kv_layer: with pd_save_overlap, the layer's copies of the step start beside the forward."""
+        if self._saver is not None:
+            self._saver.layer_written(layer_name, specs)
+
+    def _copy_layers(self, spec: SaveSpec, only_layers) -> None:
         self._require_registered()
         if len(spec.rank_files) != self._tp:
             raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
         path, region_bytes = spec.rank_files[self._rank]
-        start = time.perf_counter()
-        self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks)
-        log.log(self._timing_level, "P saved %s: vLLM blocks %s -> pd blocks %s, copy %.2f ms", spec.request_id,
-                spec.vllm_blocks, spec.pd_blocks, 1000 * (time.perf_counter() - start))
+        if only_layers is None:
+            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks)
+        else:
+            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks, only_layers)
+
+    def _give_back(self, grant_id: str) -> None:
+        self._client.batch({"returns": [grant_id]})
+
+    def _require_saver(self) -> PdSaver:
+        if self._saver is None:
+            raise RuntimeError("register_kv_caches has not run")
+        return self._saver
 
     # ---- D ------------------------------------------------------------------------------------
 
@@ -266,6 +278,8 @@ class PdWorker:
     def shutdown(self) -> None:
         """Waits for loads under way (each HTTP call has its deadline) and drops queued ones."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._saver is not None and not self._saver.close():
+            log.warning("P's copy thread did not stop within 5 s")
         if self._kv is not None:
             self._kv.close()  # a VRAM pool is unmapped here, before pd-connector may free it
         self._client.close()

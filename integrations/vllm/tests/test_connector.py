@@ -29,7 +29,7 @@ def bare(**attrs):
 class RecordingWorker:
     def __init__(self, results=None):
         self.results = results or LoadResults()
-        self.loads, self.saves = [], []
+        self.loads, self.saves, self.layers = [], [], []
 
     def take_results(self):
         r, self.results = self.results, LoadResults()
@@ -40,6 +40,9 @@ class RecordingWorker:
 
     def save(self, specs):
         self.saves.append(specs)
+
+    def layer_written(self, layer_name, specs):
+        self.layers.append((layer_name, specs))
 
 
 def test_a_declined_load_is_finished_and_failed_for_vllms_scheduler():
@@ -58,11 +61,14 @@ def test_the_steps_plan_goes_to_the_worker_loads_at_start_saves_after_the_forwar
     save = SaveSpec("p", "p", [1], [9], 2, [("/dev/shm/f", 64)])
     c.bind_connector_metadata(PdConnectorMetadata(StepPlan(saves=[save], loads=[load])))
     c.start_load_kv(None)
+    c.save_kv_layer("model.layers.0.self_attn.attn", None, None)        # the forward wrote layer 0
     c.wait_for_save()
     assert worker.loads == [([load], [])] and worker.saves == [[save]]
+    assert worker.layers == [("model.layers.0.self_attn.attn", [save])]
     c.clear_connector_metadata()
+    c.save_kv_layer("model.layers.0.self_attn.attn", None, None)
     c.wait_for_save()                                                    # an empty step: nothing
-    assert worker.saves == [[save]]
+    assert worker.saves == [[save]] and len(worker.layers) == 1
 
 
 @dataclass

@@ -131,6 +131,27 @@ def test_runs_of_consecutive_blocks_and_the_torch_fallback_write_alike(monkeypat
         write_pd_blocks(src_layers, [1, 2], by_numpy, [2])
 
 
+@pytest.mark.parametrize("numpy_copies", [True, False])
+def test_a_copy_of_some_layers_writes_those_layers_planes_and_nothing_else(monkeypatch, numpy_copies):
+    """P's copy beside the forward copies layer by layer: one layer's copy writes that layer's K and V of each
+    block, the other layers stay as they were; every layer copied alone adds up to the whole copy."""
+    if not numpy_copies:
+        monkeypatch.setattr(layout, "_numpy_view", lambda t, shape: None)
+    src_layers = vllm_layers(6)
+    vllm_blocks, pd_blocks = [4, 0, 1], [5, 1, 2]
+    whole = torch.full((7, LAYERS, 2, HEADS, TOKENS, DIM), 3.0)
+    write_pd_blocks(src_layers, vllm_blocks, whole, pd_blocks)
+    by_layer = torch.full_like(whole, 3.0)
+    write_pd_blocks(src_layers, vllm_blocks, by_layer, pd_blocks, only_layers=[1])
+    assert (by_layer[:, [0, 2]] == 3.0).all(), "a layer not named was written"
+    assert torch.equal(by_layer[pd_blocks, 1], whole[pd_blocks, 1])
+    for l in (2, 0):
+        write_pd_blocks(src_layers, vllm_blocks, by_layer, pd_blocks, only_layers=(l,))
+    assert torch.equal(by_layer, whole)
+    with pytest.raises(ValueError, match="outside the 3 registered"):
+        write_pd_blocks(src_layers, vllm_blocks, by_layer, pd_blocks, only_layers=[3])
+
+
 def test_layers_are_ordered_by_their_index_not_by_name():
     caches = {f"model.layers.{i}.self_attn.attn": torch.zeros(1) + i for i in (10, 2, 1)}
     assert [n for n, _ in order_layers(caches)] == [

@@ -23,10 +23,24 @@ def test_without_pd_url_start_up_fails_saying_what_to_set():
         PdSettings.from_extra({})
 
 
-@pytest.mark.parametrize("key", ["pd_http_timeout_s", "pd_pull_timeout_s", "pd_connect_timeout_s", "pd_load_threads"])
+@pytest.mark.parametrize("key", ["pd_http_timeout_s", "pd_pull_timeout_s", "pd_connect_timeout_s", "pd_load_threads",
+                                 "pd_save_timeout_s"])
 def test_a_non_positive_deadline_or_thread_count_is_refused(key):
     with pytest.raises(ValueError, match=key):
         PdSettings.from_extra({"pd_url": "http://127.0.0.1:8081", key: 0})
+
+
+@pytest.mark.parametrize("value, overlap", [(True, True), ("true", True), ("1", True), (False, False), ("no", False)])
+def test_p_copies_beside_the_forward_unless_told_to_copy_in_the_step(value, overlap):
+    s = PdSettings.from_extra({"pd_url": "http://x:1"})
+    assert (s.save_overlap, s.save_timeout_s) == (True, 30.0)
+    assert PdSettings.from_extra({"pd_url": "http://x:1", "pd_save_overlap": value}).save_overlap is overlap
+
+
+@pytest.mark.parametrize("key", ["pd_save_overlap", "pd_log_timings"])
+def test_a_flag_that_is_neither_true_nor_false_is_refused_naming_it(key):
+    with pytest.raises(ValueError, match=f"kv_connector_extra_config.{key} must be true or false, got 'treu'"):
+        PdSettings.from_extra({"pd_url": "http://x:1", key: "treu"})
 
 
 def test_the_engine_token_comes_from_the_config_or_the_environment(monkeypatch):

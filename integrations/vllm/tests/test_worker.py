@@ -320,6 +320,26 @@ def test_p_copy_goes_into_the_shared_file_and_a_failed_copy_gives_its_grant_back
     w.shutdown()
 
 
+def test_p_copy_beside_the_forward_writes_the_same_file_as_the_copy_in_the_step(tmp_path):
+    """pd_save_overlap: each layer's blocks go into the file on the copy thread as vLLM names the layer; after
+    wait_for_save the file holds what the copy in the step writes, and shutdown leaves no copy thread."""
+    gen = torch.Generator().manual_seed(13)
+    kv = {f"model.layers.{i}.self_attn.attn": torch.randn(NB, H, T, 2 * D, generator=gen) for i in range(L)}
+    files = {}
+    for overlap in (False, True):
+        w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, save_overlap=overlap)
+        w.register(kv, LAYOUT)
+        path = files[overlap] = tmp_path / f"pd-p-r0-{overlap}.kv"
+        path.write_bytes(bytes(8 * LAYOUT["block_bytes"]))
+        specs = [SaveSpec("r1", "r1", [3, 0], [6, 2], 5, [(str(path), 8 * LAYOUT["block_bytes"])]),
+                 SaveSpec("r2", "r2", [4], [1], 2, [(str(path), 8 * LAYOUT["block_bytes"])])]
+        w.layer_written("model.layers.1.self_attn.attn", specs)   # layer 0 is left to wait_for_save
+        w.save(specs)
+        w.shutdown()
+    assert any(files[True].read_bytes()) and files[True].read_bytes() == files[False].read_bytes()
+    assert not [t for t in threading.enumerate() if t.name == "pd-save"]
+
+
 def test_shutdown_waits_for_loads_under_way_and_leaves_no_thread():
     gate = threading.Event()
     under_way = threading.Semaphore(0)
