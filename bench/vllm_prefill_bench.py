@@ -7,8 +7,8 @@ pd-connector plugin beside a producer pd-connector, each fleet started alone, th
                                (PD_BENCH_MODEL: another model)
 
 Fleet `noop` is vLLM with bench/noop_connector.py, a connector whose every hook does nothing: what vLLM's own
-connector machinery costs, the floor under any connector. Fleet `in-step` is the plugin with `pd_save_overlap` off:
-P's copy after the forward, in the step, instead of layer by layer on a copy thread beside the forward.
+connector machinery costs, the floor under any connector. Fleet `overlap` is the plugin with `pd_save_overlap`: P's
+copy layer by layer on a copy thread beside the forward instead of after it, in the step.
 
 Each request is a completion of a prompt of token ids no cache has seen, `max_tokens` 1, with
 `kv_transfer_params: {"do_remote_decode": true}` (what a router's P leg sends); nothing reads the KV afterwards,
@@ -59,7 +59,7 @@ def start(fleet: Fleet, kind: str):
                   "kv_buffer_device": "cpu"}
         return fleet.vllm("p", config, python_paths=(str(REPO / "bench"),)), None
     pd = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=1024)
-    settings = {"pd_log_timings": True, "pd_save_overlap": kind != "in-step"}
+    settings = {"pd_log_timings": True, "pd_save_overlap": kind == "overlap"}
     return fleet.plugin_vllm("p", pd, plugin_settings=settings), pd
 
 
@@ -108,8 +108,8 @@ def main(argv):
     parser.add_argument("--prompt-tokens", type=int, default=300)
     parser.add_argument("--fleets", default="none,stock,plugin",
                         help="in this order, a fleet named twice runs twice: none (no connector), noop (vLLM's "
-                             "connector machinery with a connector that does nothing), stock, plugin, in-step "
-                             "(the plugin copying after the forward, in the step)")
+                             "connector machinery with a connector that does nothing), stock, plugin, overlap "
+                             "(the plugin copying beside the forward)")
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default=None,
                         help="serve the model and its KV in this dtype (default: the model's own, bfloat16)")
     parser.add_argument("--threads", action="store_true",
@@ -119,8 +119,8 @@ def main(argv):
     fleets = args.fleets.split(",")
     if not (1 <= args.requests <= 2000 and 0 <= args.warmup <= 2000 and all(1 <= c <= 64 for c in levels)):
         parser.error("--requests 1..2000, --warmup 0..2000, concurrency 1..64")
-    if set(fleets) - {"none", "noop", "stock", "plugin", "in-step"}:
-        parser.error("--fleets takes none, noop, stock, plugin, in-step")
+    if set(fleets) - {"none", "noop", "stock", "plugin", "overlap"}:
+        parser.error("--fleets takes none, noop, stock, plugin, overlap")
 
     started = time.perf_counter()
     rows = []
@@ -148,7 +148,7 @@ def main(argv):
                 if threads:
                     top = sorted(threads.items(), key=lambda kv: -kv[1])[:12]
                     row["thread_cpu_ms_per_request"] = {k: round(1000 * v / max(1, len(latencies)), 2) for k, v in top}
-                if kind in ("plugin", "in-step"):
+                if kind in ("plugin", "overlap"):
                     with open(p.process.log_path, errors="replace") as f:
                         f.seek(log_from)
                         text = f.read()
@@ -185,7 +185,7 @@ def main(argv):
     for r in rows:
         ratio = r["requests_per_s"] / base[r["c"]]["requests_per_s"] if r["c"] in base else float("nan")
         r["requests_per_s_vs_none"] = round(ratio, 3)
-        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] in ("plugin", "in-step") else ""
+        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] in ("plugin", "overlap") else ""
         save = (f"{r['save_ms_p50']}, {r['save_wait_ms_p50']}, {100 * r['save_wait_share_of_wall']:.1f} %"
                 if r.get("save_wait_share_of_wall") is not None else "")
         print(f"{r['fleet']:7} {r['c']:>3} {r['requests_per_s']:>7.1f} {ratio:>8.2f} {r['latency_p50_ms']:>8.1f} "

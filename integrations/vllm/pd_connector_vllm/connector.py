@@ -21,7 +21,7 @@ key                           default    meaning
 ``pd_credit_leases``          0 (auto)   P: lease slots to hold granted (auto: as many as the blocks)
 ``pd_credit_wait_s``          10         P: how long a request waits (unscheduled) for its share of the grant
 ``pd_log_timings``            false      log each request's scheduler-thread time, copy, batch and pull at INFO
-``pd_save_overlap``           true       P: copy each layer's KV into pd-connector's file on a copy thread as
+``pd_save_overlap``           false      P: copy each layer's KV into pd-connector's file on a copy thread as
                                          soon as the forward wrote it, instead of after the forward; the step
                                          still ends only once every copy is done (saving.py)
 ``pd_save_timeout_s``         30         P: how long the step waits for its copies beside the forward before
@@ -91,7 +91,7 @@ class PdSettings:
     credit_leases: int = 0
     credit_wait_s: float = 10.0
     engine_channel: str = "auto"
-    save_overlap: bool = True
+    save_overlap: bool = False
     save_timeout_s: float = 30.0
 
     @classmethod
@@ -110,7 +110,7 @@ class PdSettings:
                 _flag(extra, "pd_log_timings"),
                 int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)),
                 float(extra.get("pd_credit_wait_s", 10)), str(extra.get("pd_engine_channel", "auto")),
-                _flag(extra, "pd_save_overlap", True), float(extra.get("pd_save_timeout_s", 30)))
+                _flag(extra, "pd_save_overlap"), float(extra.get("pd_save_timeout_s", 30)))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads),
                             ("pd_credit_wait_s", s.credit_wait_s), ("pd_save_timeout_s", s.save_timeout_s)):

@@ -31,9 +31,9 @@ def test_a_non_positive_deadline_or_thread_count_is_refused(key):
 
 
 @pytest.mark.parametrize("value, overlap", [(True, True), ("true", True), ("1", True), (False, False), ("no", False)])
-def test_p_copies_beside_the_forward_unless_told_to_copy_in_the_step(value, overlap):
+def test_p_copies_in_the_step_unless_told_to_copy_beside_the_forward(value, overlap):
     s = PdSettings.from_extra({"pd_url": "http://x:1"})
-    assert (s.save_overlap, s.save_timeout_s) == (True, 30.0)
+    assert (s.save_overlap, s.save_timeout_s) == (False, 30.0)
     assert PdSettings.from_extra({"pd_url": "http://x:1", "pd_save_overlap": value}).save_overlap is overlap
 
 
