@@ -4,11 +4,11 @@ One PdWorker per vLLM TP worker, each with its own KV heads and the pd-connector
 P: the prompt's KV goes into the granted blocks of this rank's shared KV file (pd-connector holds it from
 then on) by the end of ``wait_for_save``, before the scheduler hands the params out in this step's
 ``request_finished`` (vLLM's executor waits for every worker's step before the scheduler sees its output):
-in the step, or layer by layer beside the forward (saving.py). D: ``start_loads`` hands each load to a bounded pool of threads (a
-pull blocks on pd-connector for as long as the transfer and the lease check take); every worker asks for
-the pull with its rank and joins the one pull D's pd-connector runs for the request; each copies its rank's
-blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file (still the pull's:
-no later pull had them meanwhile) and releases its rank after reporting the load (D frees the blocks once
+in the step, or layer by layer beside the forward (saving.py). D: ``start_loads`` hands each load to a
+bounded pool of threads (a pull blocks on pd-connector for as long as the transfer and the lease check take);
+every worker asks for the pull with its rank and joins the one pull D's pd-connector runs for the request; each
+copies its rank's blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file
+(still the pull's: no later pull had them meanwhile) and releases its rank after reporting the load (D frees the blocks once
 every rank did), or, where there are no epochs, releases first and reports after; ``take_results`` reports
 finished and failed loads to vLLM, which counts a request received only when every worker reported it, and
 failed when any worker failed it.
@@ -29,6 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import torch
 
@@ -97,6 +98,8 @@ class PdWorker:
         self._layers, self._geometry, self._kv = layers, geometry, kv
         # Beside the forward only into the file: a VRAM pool's copies are one CUDA stream's, in the step.
         overlap = self._save_overlap and isinstance(kv, FileKv)
+        if self._saver is not None:
+            self._saver.close()  # registered again: one copy thread per worker
         self._saver = PdSaver(self._copy_layers, self._give_back, [n for n, _ in ordered], overlap,
                               self._save_timeout_s, self._timing_level)
         copies += "; P's copies " + ("beside the forward (a copy thread)" if overlap else "in the step")
@@ -122,7 +125,7 @@ class PdWorker:
         if self._saver is not None:
             self._saver.layer_written(layer_name, specs)
 
-    def _copy_layers(self, spec: SaveSpec, only_layers) -> None:
+    def _copy_layers(self, spec: SaveSpec, only_layers: Sequence[int] | None) -> None:
         self._require_registered()
         if len(spec.rank_files) != self._tp:
             raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
