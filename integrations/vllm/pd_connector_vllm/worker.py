@@ -10,8 +10,8 @@ every worker asks for the pull with its rank and joins the one pull D's pd-conne
 copies its rank's blocks from D's shared KV file into vLLM's blocks, checks the blocks' epochs in that file
 (still the pull's: no later pull had them meanwhile) and releases its rank after reporting the load (D frees
 the blocks once every rank did), or, where there are no epochs, releases first and reports after;
-``take_results`` reports finished and failed loads to vLLM, which counts a request received only when every worker reported it, and
-failed when any worker failed it.
+``take_results`` reports finished and failed loads to vLLM, which counts a request received only when every
+worker reported it, and failed when any worker failed it.
 
 On D the pull and the release go over D's engine socket (a Unix domain socket, ``engine_socket``) when kv-layout
 names one and ``pd_engine_channel`` allows it, else over HTTP (:meth:`PdWorker.register` chooses).
