@@ -44,6 +44,8 @@ from vllm_pd_bench import percentile  # noqa: E402
 from pd_connector_vllm.timing_lines import SAVE_LINE, SAVE_WAIT, SCHED_HOOKS, SCHED_LINE, SCHED_SPLIT  # noqa: E402
 from workload import MODEL, token_prompt  # noqa: E402
 
+# the fleets with the plugin: its timing lines and pd-connector's counts are read for them
+PLUGIN_FLEETS = ("plugin", "overlap")
 REQUEST_TIMEOUT_S = 120.0
 BATCH_DEADLINE_S = 900.0
 LEASE_S = 5
@@ -148,7 +150,7 @@ def main(argv):
                 if threads:
                     top = sorted(threads.items(), key=lambda kv: -kv[1])[:12]
                     row["thread_cpu_ms_per_request"] = {k: round(1000 * v / max(1, len(latencies)), 2) for k, v in top}
-                if kind in ("plugin", "overlap"):
+                if kind in PLUGIN_FLEETS:
                     with open(p.process.log_path, errors="replace") as f:
                         f.seek(log_from)
                         text = f.read()
@@ -185,7 +187,7 @@ def main(argv):
     for r in rows:
         ratio = r["requests_per_s"] / base[r["c"]]["requests_per_s"] if r["c"] in base else float("nan")
         r["requests_per_s_vs_none"] = round(ratio, 3)
-        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] in ("plugin", "overlap") else ""
+        sched = f"{r.get('sched_ms_p50')}/{r.get('sched_ms_p99')}" if r["fleet"] in PLUGIN_FLEETS else ""
         save = (f"{r['save_ms_p50']}, {r['save_wait_ms_p50']}, {100 * r['save_wait_share_of_wall']:.1f} %"
                 if r.get("save_wait_share_of_wall") is not None else "")
         print(f"{r['fleet']:7} {r['c']:>3} {r['requests_per_s']:>7.1f} {ratio:>8.2f} {r['latency_p50_ms']:>8.1f} "

@@ -98,12 +98,7 @@ class PdSaver:
         if self._thread is None:
             step = _StepCopies(specs, len(self._index))
             for spec in specs:
-                t = time.perf_counter()
-                try:
-                    self._copy_layers(spec, None)
-                except Exception as e:  # noqa: BLE001 - any failure: no decoder may take these blocks for the KV
-                    step.errors[spec.request_id] = e
-                step.copy_s[spec.request_id] = time.perf_counter() - t
+                self._copy(step, spec, None)
         else:
             step = self._wait(self._current(specs))
         waited_ms = 1000 * (time.perf_counter() - start)
@@ -175,11 +170,15 @@ class PdSaver:
             if step.cancelled:
                 continue
             for spec in step.specs:
-                if spec.request_id in step.errors:
-                    continue  # its grant goes back: no use copying its other layers
-                t = time.perf_counter()
-                try:
-                    self._copy_layers(spec, (index,))
-                except Exception as e:  # noqa: BLE001 - reported by wait_for_save, which gives the grant back
-                    step.errors[spec.request_id] = e
-                step.copy_s[spec.request_id] += time.perf_counter() - t
+                if spec.request_id not in step.errors:  # a failed one's grant goes back: no use copying more
+                    self._copy(step, spec, (index,))
+
+    def _copy(self, step: _StepCopies, spec: SaveSpec, layers: Sequence[int] | None) -> None:
+        """One spec's copy of ``layers`` (all for None), its time added to the spec's; a failure is recorded for
+        save, which gives the grant back (no decoder may take these blocks for the KV)."""
+        t = time.perf_counter()
+        try:
+            self._copy_layers(spec, layers)
+        except Exception as e:  # noqa: BLE001 - any failure, whatever its kind
+            step.errors[spec.request_id] = e
+        step.copy_s[spec.request_id] += time.perf_counter() - t
