@@ -9,7 +9,8 @@ checked or the release waited for) against what it cannot do without: pd-connect
 Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
 prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
-(``PdWorker._pull_and_copy``, what a load thread runs up to reporting the load), split into the pull as the plugin
+(what a load thread runs for a step of one load, up to reporting it: ``PdLoader._batch`` where D's socket reads op
+pulls, else ``PdLoader._load``), split into the pull as the plugin
 sees it, the copy and the release (0 when the pull's epochs vouched for the copy and the release followed it);
 over HTTP and over D's engine socket (the path D's kv-layout names), loads taking turns, one row each
 (``--channel``). For reference it then times the previous engine path on as many pulls of the same size, in a loop
@@ -17,8 +18,9 @@ of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which relea
 between two contiguous buffers, on the load thread. The ``socket-rf`` row (unless ``--no-baseline``) is the same
 run's baseline: loads over the socket whose client drops the reply's ``blocks_epoch``, so each waits for its
 release before it is reported, as before D's files carried epochs; the ``socket-list`` row another: pulls that
-send their token ids as the JSON list rather than packed (``token_ids_le32``). Each takes its turn with the
-others, and the socket row says its load as a ratio to each. Prints one row per geometry, prompt length and channel
+send their token ids as the JSON list rather than packed (``token_ids_le32``); the ``socket-calls`` row loads
+with one pull and one release call (ops pull and release) rather than ops pulls and releases. Each takes its turn
+with the others, and the socket row says its load as a ratio to each. Prints one row per geometry, prompt length and channel
 (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from pd_connector_vllm.client import PdClient  # noqa: E402
 from pd_connector_vllm.engine_socket import PACKED_TOKEN_IDS, EngineSocket  # noqa: E402
+from pd_connector_vllm.loading import _self_checking_epoch  # noqa: E402
 from pd_connector_vllm.specs import LoadSpec, SaveSpec  # noqa: E402
 from pd_connector_vllm.worker import PdWorker  # noqa: E402
 
@@ -66,6 +69,20 @@ class TimedClient(PdClient):
         super().release(request_id, decode_rank)
         self.release_s = time.perf_counter() - t0
 
+    def pulls(self, items, on_reply):
+        t0 = time.perf_counter()
+
+        def timed(i, error, reply):
+            self.pull_s, self.last_reply = time.perf_counter() - t0, reply
+            on_reply(i, error, reply)
+        super().pulls(items, timed)
+
+    def releases(self, items):
+        t0 = time.perf_counter()
+        out = super().releases(items)
+        self.release_s = time.perf_counter() - t0
+        return out
+
 
 class ReleaseFirstClient(TimedClient):
     """The same client with the pull's epoch dropped from its reply: the load waits for its release before it is
@@ -76,14 +93,21 @@ class ReleaseFirstClient(TimedClient):
         reply.pop("blocks_epoch", None)
         return reply
 
+    def pulls(self, items, on_reply):
+        def without_epoch(i, error, reply):
+            if reply is not None:
+                reply.pop("blocks_epoch", None)
+            on_reply(i, error, reply)
+        super().pulls(items, without_epoch)
+
 
 class ListSocket(EngineSocket):
-    """The engine socket as if pd-connector's hello named no features: each pull's token ids go as the JSON
-    list, as before pulls packed them (``token_ids_le32``)."""
+    """The engine socket as if pd-connector's hello did not name ``token-ids-le32``: each pull's token ids go as
+    the JSON list, as before pulls packed them."""
 
     def _connection(self, deadline, timeout_s):
         sock = super()._connection(deadline, timeout_s)
-        self._local.features = frozenset()
+        self._local.features = self._local.features - {PACKED_TOKEN_IDS}
         return sock
 
 
@@ -97,12 +121,14 @@ class ListIdsClient(TimedClient):
         self._engine.probe(self.timeout_s)
 
 
-def row_kinds(channels: tuple[str, ...], baseline: bool) -> dict[str, tuple[str, type]]:
-    """Row name -> (the D worker's pd_engine_channel, its client class)."""
-    kinds = {ch: (ch, TimedClient) for ch in channels}
+def row_kinds(channels: tuple[str, ...], baseline: bool) -> dict[str, tuple[str, type, bool]]:
+    """Row name -> (the D worker's pd_engine_channel, its client class, whether its loads use op pulls and
+    releases where the channel has them)."""
+    kinds = {ch: (ch, TimedClient, True) for ch in channels}
     if baseline and "socket" in channels:
-        kinds["socket-rf"] = ("socket", ReleaseFirstClient)
-        kinds["socket-list"] = ("socket", ListIdsClient)
+        kinds["socket-rf"] = ("socket", ReleaseFirstClient, True)
+        kinds["socket-list"] = ("socket", ListIdsClient, True)
+        kinds["socket-calls"] = ("socket", TimedClient, False)
     return kinds
 
 
@@ -153,10 +179,13 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
         # use_engine_socket(kv-layout's engine_socket), and fails loudly if that cannot be reached.
         d_side = {}
         kinds = row_kinds(channels, baseline)
-        for kind, (ch, client_class) in kinds.items():
+        for kind, (ch, client_class, batches) in kinds.items():
             client = client_class(d.url)
             worker = PdWorker(client, 0, 1, 1, engine_channel=ch)
             worker.register(caches(layers, heads, dim, nb, seed=None), layout)
+            assert worker._loader._batches == (ch == "socket"), (kind, "D reads op pulls over its socket")
+            if not batches:
+                worker._loader.batch(False)
             assert client.engine_socket == (layout["engine_socket"] if ch == "socket" else None)
             if ch == "socket":  # D reads packed ids, and only the list row sends lists
                 packs = PACKED_TOKEN_IDS in client._engine._local.features
@@ -191,15 +220,20 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                     spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
                     d_client.release_s = 0.0
                     t0 = time.perf_counter()
-                    reason, release_owed = d_worker._pull_and_copy(spec)
-                    t_load = time.perf_counter() - t0
-                    if reason is not None:
-                        raise RuntimeError(f"load of {rid} over {ch} failed: {reason}")
-                    # a load its epochs vouched for is vLLM's once copied: its release follows, off the clock
-                    t_release = d_client.release_s
-                    if release_owed:
-                        d_worker._release(spec)
+                    if d_worker._loader._batches:   # a step of one load, as a load thread runs it
+                        d_worker._loader._batch([(spec, True)])
+                    else:
+                        d_worker._loader._load(spec)
+                    t_all = time.perf_counter() - t0
+                    result = d_worker.take_results()
+                    if result.finished != {rid} or result.failed:
+                        raise RuntimeError(f"load of {rid} over {ch} failed: {result.failed}")
                     reply, t_pull = d_client.last_reply, d_client.pull_s
+                    if _self_checking_epoch(reply) is not None:
+                        # its epochs vouched for it: vLLM's once copied, the release followed off the clock
+                        t_load, t_release = t_all - d_client.release_s, 0.0
+                    else:
+                        t_load, t_release = t_all, d_client.release_s
                     t1 = time.perf_counter()
                     ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)
                     t_memcpy = time.perf_counter() - t1
@@ -236,7 +270,8 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                 row["ratio_p50"] = row["load"]["p50"] / row["floor"]["p50"]
                 row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(xs["load"], xs["floor"]))
                 vs = ""
-                for base, key in (("socket-rf", "load_vs_release_first_p50"), ("socket-list", "load_vs_list_ids_p50")):
+                for base, key in (("socket-rf", "load_vs_release_first_p50"), ("socket-list", "load_vs_list_ids_p50"),
+                                  ("socket-calls", "load_vs_one_call_each_p50")):
                     if ch == "socket" and base in samples:
                         row[key] = row["load"]["p50"] / statistics.median(samples[base]["load"])
                         vs += f" | {row[key]:.2f}x of {base}"

@@ -1,6 +1,6 @@
 """Client for the pd-connector service beside a vLLM instance: HTTP, and once
-:meth:`PdClient.use_engine_socket` was called, pd-connector's engine socket for P's batch and D's pull and
-release.
+:meth:`PdClient.use_engine_socket` was called, pd-connector's engine socket for P's batch and D's pulls and
+releases (one by one, or a step's in one request each).
 
 Every call has a timeout. One keep-alive connection per thread and channel (the scheduler thread, the worker
 thread and each load thread use their own), so no connection is shared across threads.
@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import urllib.parse
-from typing import Any
+from typing import Any, Callable
 
 from .engine_socket import EngineSocket
 from .errors import PdError, problem_of
@@ -95,6 +95,30 @@ class PdClient:
             return
         self._call("DELETE", f"/v1/consumer/requests/{_quote(request_id)}?decode_rank={int(decode_rank)}", None,
                    self.timeout_s, expect=(204,))
+
+    def batches_pulls(self) -> bool:
+        """Whether :meth:`pulls` and :meth:`releases` carry a step's loads in one request each: over an engine
+        socket whose pd-connector reads op pulls (its hello names ``pull-batch``). Asks on the calling thread's
+        connection (opening it within ``timeout_s``); False over HTTP."""
+        return self._engine is not None and self._engine.batches_pulls(self.timeout_s)
+
+    def pulls(self, items: list[tuple[str, list[int], dict[str, Any], int]],
+              on_reply: Callable[[int, PdError | None, dict[str, Any] | None], None]) -> None:
+        """:meth:`pull` of each (request id, token ids, params, decode rank) in one request over the engine
+        socket: ``on_reply(i, None, reply)`` or ``on_reply(i, error, None)`` once for each, as D decides each,
+        within ``pull_timeout_s`` for them all (EngineSocket.pulls). Only after :meth:`batches_pulls` said so."""
+        if self._engine is None:
+            raise RuntimeError("pulls in one request go over the engine socket only")
+        bodies = [{"request_id": r, "token_ids": list(t), "kv_transfer_params": p, "decode_rank": int(k)}
+                  for r, t, p, k in items]
+        self._engine.pulls(bodies, self.pull_timeout_s, on_reply)
+
+    def releases(self, items: list[tuple[str, int]]) -> list[PdError | None]:
+        """:meth:`release` of each (request id, decode rank) in one request over the engine socket: for each,
+        None once released, else its PdError (404: the pull is gone); PdError when no answer came."""
+        if self._engine is None:
+            raise RuntimeError("releases in one request go over the engine socket only")
+        return self._engine.releases(items, self.timeout_s)
 
     def use_engine_socket(self, path: str) -> None:
         """From now on :meth:`batch`, :meth:`pull` and :meth:`release` go over the engine socket at ``path``

@@ -13,25 +13,31 @@ The hello's reply names the ``features`` the server reads beyond protocol 1. Wit
 0.3 ms to write as JSON, the packed string a third of that, and pd-connector reads it for a fraction of the
 list's cost. Each connection packs by its own hello: a pd-connector restarted at another version is asked
 what it reads.
+
+With ``pull-batch`` an engine step's pulls go as one request (op ``pulls``), each answered in a frame of its own
+with its ``index`` as D decides it, and its releases as one (op ``releases``), answered in one frame
+(:meth:`EngineSocket.pulls`, :meth:`EngineSocket.releases`).
 """
 
 from __future__ import annotations
 
 import array
 import base64
+import contextlib
 import json
 import select
 import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .errors import PdError, problem_of
 
 PROTOCOL = 1
 MAX_FRAME = 4 * 1024 * 1024
 PACKED_TOKEN_IDS = "token-ids-le32"
+PULL_BATCH = "pull-batch"
 _WORD = next(code for code in "IL" if array.array(code).itemsize == 4)  # an unsigned 32-bit array typecode
 
 
@@ -60,7 +66,7 @@ class EngineSocket:
         deadline = time.monotonic() + timeout_s
         sock = self._connection(deadline, timeout_s)
         if frame["op"] == "pull" and PACKED_TOKEN_IDS in self._local.features:
-            frame = _packed(frame)
+            frame = {**frame, "body": _packed(frame["body"])}
         payload = _encode(frame, what)
         status, body = self._roundtrip(sock, payload, deadline, timeout_s, what)
         if status == expect:
@@ -77,6 +83,81 @@ class EngineSocket:
             raise PdError(status, reason, f"{what}: {detail}")
         self._drop(sock)
         raise PdError(status, "bad-answer", f"{what}: status {status}, expected {expect}")
+
+    def batches_pulls(self, timeout_s: float) -> bool:
+        """Whether the calling thread's connection (opened within ``timeout_s`` if need be) said hello with the
+        feature ``pull-batch``."""
+        self._connection(time.monotonic() + timeout_s, timeout_s)
+        return PULL_BATCH in self._local.features
+
+    def pulls(self, bodies: list[dict[str, Any]], timeout_s: float,
+              on_reply: Callable[[int, PdError | None, dict[str, Any] | None], None]) -> None:
+        """The pulls of ``bodies`` (op pull's bodies) in one request: ``on_reply(i, None, reply)`` or
+        ``on_reply(i, error, None)`` exactly once for each, on this thread, as D decides each (so a load can copy
+        while later pulls are still under way); what has no reply within ``timeout_s`` gets a PdError of status 0.
+        On a connection whose hello did not name ``pull-batch`` (a pd-connector restarted at an older version)
+        they go one by one. ``on_reply`` must not raise: the rest of the replies would be left unread."""
+        what = f"pulls over {self.path}"
+        deadline = time.monotonic() + timeout_s
+        try:
+            sock = self._connection(deadline, timeout_s)
+        except PdError as e:
+            for i in range(len(bodies)):
+                on_reply(i, e, None)
+            return
+        packs = PACKED_TOKEN_IDS in self._local.features
+        if PULL_BATCH not in self._local.features:
+            for i, body in enumerate(bodies):
+                try:
+                    on_reply(i, None, self.request({"op": "pull", "body": body}, _remaining_or_zero(deadline), 200))
+                except PdError as e:
+                    on_reply(i, e, None)
+            return
+        frame = {"op": "pulls", "pulls": [_packed(b) if packs else b for b in bodies]}
+        pending = set(range(len(bodies)))
+        try:
+            self._send_pulls(sock, _encode(frame, what), deadline, timeout_s, what, pending, on_reply)
+        except PdError as e:
+            for i in sorted(pending):
+                on_reply(i, e, None)
+
+    def _send_pulls(self, sock: socket.socket, payload: bytes, deadline: float, timeout_s: float, what: str,
+                    pending: set[int], on_reply) -> None:
+        with self._failing_drops(sock, what, timeout_s):
+            sock.settimeout(_remaining(deadline))
+            sock.sendall(payload)
+            while pending:
+                doc = _receive(sock, deadline)
+                status, index, body = _indexed(doc, pending)
+                if index is None:  # the request refused whole, nothing pulled
+                    reason, detail = problem_of(body) or ("http-error", _excerpt(body))
+                    raise PdError(status, reason, f"{what}: {detail}")
+                pending.discard(index)
+                if status == 200 and isinstance(body, dict):
+                    on_reply(index, None, body)
+                else:
+                    reason, detail = problem_of(body) or ("bad-answer", f"status {status}: {_excerpt(body)}")
+                    on_reply(index, PdError(status, reason, f"pull over {self.path}: {detail}"), None)
+
+    def releases(self, items: list[tuple[str, int]], timeout_s: float) -> list[PdError | None]:
+        """The releases of ``items`` ((request id, decode rank)) in one request: for each, None once released,
+        else its PdError (404: the pull is gone). PdError for the whole when there is no answer."""
+        frame = {"op": "releases", "releases": [{"request_id": r, "decode_rank": int(k)} for r, k in items]}
+        body = self.request(frame, timeout_s, expect=200)
+        results = body.get("results")
+        if not isinstance(results, list) or len(results) != len(items):
+            raise PdError(200, "bad-answer", f"releases over {self.path}: {len(items)} asked, answered "
+                                             f"{_excerpt(results)}")
+        out: list[PdError | None] = []
+        for result in results:
+            status = result.get("status") if isinstance(result, dict) else None
+            if status == 204:
+                out.append(None)
+                continue
+            problem = result.get("body") if isinstance(result, dict) else None
+            reason, detail = problem_of(problem) or ("bad-answer", _excerpt(result))
+            out.append(PdError(status if isinstance(status, int) else 0, reason, f"release over {self.path}: {detail}"))
+        return out
 
     def close(self) -> None:
         """Closes every connection any thread opened; a later call opens a new one."""
@@ -124,24 +205,31 @@ class EngineSocket:
     def _roundtrip(self, sock: socket.socket, payload: bytes, deadline: float, timeout_s: float,
                    what: str) -> tuple[int, Any]:
         """One request frame out, its reply frame in: (status, body). A failure drops the connection."""
-        try:
+        with self._failing_drops(sock, what, timeout_s):
             sock.settimeout(_remaining(deadline))
             sock.sendall(payload)  # its timeout bounds the whole send
             doc = _receive(sock, deadline)
+        status = doc.get("status") if isinstance(doc, dict) else None
+        if not isinstance(status, int) or isinstance(status, bool):
+            self._drop(sock)
+            raise PdError(0, "bad-answer", f"{what}: a reply without a status: {_excerpt(doc)}")
+        return status, doc.get("body")
+
+    @contextlib.contextmanager
+    def _failing_drops(self, sock: socket.socket, what: str, timeout_s: float):
+        """A timeout, a frame out of protocol or a broken connection (reset, broken pipe, closed by the server)
+        becomes PdError of status 0, and the connection, which may be left mid-frame, is dropped."""
+        try:
+            yield
         except TimeoutError:
             self._drop(sock)
             raise PdError(0, "timeout", f"{what}: no answer within {timeout_s} s") from None
         except BadFrame as e:
             self._drop(sock)
             raise PdError(0, "bad-answer", f"{what}: {e}") from None
-        except OSError as e:  # reset, broken pipe, closed by the server
+        except OSError as e:
             self._drop(sock)
             raise PdError(0, "unreachable", f"{what}: {e}") from None
-        status = doc.get("status") if isinstance(doc, dict) else None
-        if not isinstance(status, int) or isinstance(status, bool):
-            self._drop(sock)
-            raise PdError(0, "bad-answer", f"{what}: a reply without a status: {_excerpt(doc)}")
-        return status, doc.get("body")
 
     def _drop(self, sock: socket.socket) -> None:
         sock.close()
@@ -152,18 +240,33 @@ class EngineSocket:
                 self._connections.remove(sock)
 
 
-def _packed(frame: dict[str, Any]) -> dict[str, Any]:
-    """The pull with its ``token_ids`` as ``token_ids_le32``; as it was without a list of unsigned 32-bit words
-    (pd-connector then answers it as it answers such a list)."""
-    body = dict(frame["body"])
+def _packed(body: dict[str, Any]) -> dict[str, Any]:
+    """The pull's body with its ``token_ids`` as ``token_ids_le32``; as it was without a list of unsigned 32-bit
+    words (pd-connector then answers it as it answers such a list)."""
+    packed = dict(body)
     try:
-        words = array.array(_WORD, body.pop("token_ids"))
+        words = array.array(_WORD, packed.pop("token_ids"))
     except (KeyError, OverflowError, TypeError):
-        return frame
+        return body
     if sys.byteorder == "big":
         words.byteswap()
-    body["token_ids_le32"] = base64.b64encode(words.tobytes()).decode("ascii")
-    return {**frame, "body": body}
+    packed["token_ids_le32"] = base64.b64encode(words.tobytes()).decode("ascii")
+    return packed
+
+
+def _indexed(doc: Any, pending: set[int]) -> tuple[int, int | None, Any]:
+    """(status, index or None, body) of a reply frame of op pulls; BadFrame for an index not awaited."""
+    status = doc.get("status") if isinstance(doc, dict) else None
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise BadFrame(f"a reply without a status: {_excerpt(doc)}")
+    index = doc.get("index")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index not in pending):
+        raise BadFrame(f"a reply for index {index!r}, awaited {sorted(pending)}")
+    return status, index, doc.get("body")
+
+
+def _remaining_or_zero(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.001)
 
 
 def _encode(frame: dict[str, Any], what: str) -> bytes:

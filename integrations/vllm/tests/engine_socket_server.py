@@ -4,7 +4,7 @@ answers with what the test scripted for its op.
 ``answers[op]`` is a reply object (``{"status": ..., "body": ...}``, sent as one frame), a list of them (one
 per request, the last repeated), a callable taking the request and giving one, or one of:
 ``CLOSE`` (close the connection without a reply), ``SILENCE`` (never answer) or ``Raw(bytes)`` (these bytes
-as they are, framing included). A hello is answered ``{"protocol": 1}`` unless scripted.
+as they are, framing included; ``Raw(bytes, close=True)`` then closes the connection). A hello is answered ``{"protocol": 1}`` unless scripted.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SILENCE = "silence"
 @dataclass
 class Raw:
     data: bytes
+    close: bool = False   # end the connection once sent
 
 
 def frame(obj) -> bytes:
@@ -121,6 +122,9 @@ class FakeEngineSocket:
                     self._stop.wait(30)
                     return
                 conn.sock.sendall(reply.data if isinstance(reply, Raw) else frame(reply))
+                if isinstance(reply, Raw) and reply.close:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                    return
         except OSError:
             return   # the client went away mid-frame, or stop() shut the connection
 

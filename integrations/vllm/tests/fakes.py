@@ -59,6 +59,9 @@ class FakeClient:
     def batch(self, body):
         return self._answer("batch", body)
 
+    def batches_pulls(self):
+        return False   # one call per pull and release; the batched channel is EngineSocket's (test_loading.py)
+
     def kv_layout(self):
         return self._answer("kv_layout")
 

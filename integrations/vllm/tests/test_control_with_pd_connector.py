@@ -18,6 +18,7 @@ from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
 from pd_service import PdService
+from test_with_pd_connector import outcomes_of
 
 L, H, T, D, NB = 2, 2, 4, 8, 8
 SETTINGS = {"pd.model.layers": str(L), "pd.model.kv-heads": str(H), "pd.model.head-dim": str(D),
@@ -105,8 +106,7 @@ def test_a_pull_of_the_grants_params_before_the_commit_gets_ps_copy_and_the_comm
     d_worker = PdWorker(PdClient(pd.url), 0, 1, 1, engine_channel=channel)
     d_worker.register(d_kv, layout)
     d_worker.start_loads([LoadSpec("c-1", "c-1", list(range(10)), params, [1, 7, 3], 0)], [])
-    wait_until(lambda: "c-1" in d_worker._results.finished, "D's load finished")
-    results = d_worker.take_results()
+    results = outcomes_of(d_worker, ["c-1"])
     assert results.failed == {}, results.failed
     g = PdGeometry.from_layout(layout)
     sent = torch.zeros(3, *g.block_shape())

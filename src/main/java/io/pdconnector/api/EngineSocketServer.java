@@ -36,7 +36,8 @@ import org.jboss.logging.Logger;
  * The engine socket (pd.kv.engine-socket): a Unix domain socket in pd.kv.shm-dir, beside the KV files the
  * engine maps, where the engine's plugin sends P's per-step batch and D's pulls and releases without HTTP's cost
  * per call. One acceptor thread;
- * each connection is served by a thread of its own, one request at a time ({@link EngineSocketCalls}).
+ * each connection is served by a thread of its own, one request at a time ({@link EngineSocketCalls}; op pulls,
+ * one frame per pull, {@link EngineSocketPulls}).
  * The socket is as private as the KV files: mode 0660, and with pd.auth on a connection first says hello with
  * the engine's token. The file is this instance's from start to shutdown, which removes it.
  */
@@ -49,6 +50,7 @@ public class EngineSocketServer {
 
     private final PdConfig config;
     private final EngineSocketCalls calls;
+    private final EngineSocketPulls pulls;
     private final ObjectMapper json;
     private final int maxFrame;
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
@@ -59,9 +61,11 @@ public class EngineSocketServer {
     private volatile ServerSocketChannel server;
     private volatile Path path;
 
-    EngineSocketServer(PdConfig config, EngineSocketCalls calls, ObjectMapper json, MeterRegistry meters) {
+    EngineSocketServer(PdConfig config, EngineSocketCalls calls, EngineSocketPulls pulls, ObjectMapper json,
+            MeterRegistry meters) {
         this.config = config;
         this.calls = calls;
+        this.pulls = pulls;
         this.json = json;
         this.meters = meters;
         this.maxFrame = (int) Math.min(Integer.MAX_VALUE, config.http().maxJsonBody().asLongValue());
@@ -167,11 +171,13 @@ public class EngineSocketServer {
                 } else if (!authenticated) {
                     reply = calls.authenticate(request);
                     authenticated = reply.status() == 200;
+                } else if (EngineSocketPulls.PULLS.equals(request.path("op").asText())) {
+                    pulls.pulls(request, (index, itemReply) -> send(connection, request, index, itemReply));
+                    continue;
                 } else {
                     reply = calls.handle(request);
                 }
-                count(request, reply);
-                EngineSocketFrames.write(connection, encode(reply));
+                send(connection, request, null, reply);
                 if (reply.close()) {
                     return;
                 }
@@ -185,13 +191,28 @@ public class EngineSocketServer {
         }
     }
 
-    /** {@code pd_engine_socket_requests_total{op, status}}: what HTTP's server metrics would have counted. */
-    private void count(JsonNode request, EngineSocketCalls.Reply reply) {
+    private void send(SocketChannel connection, JsonNode request, Integer index, EngineSocketCalls.Reply reply)
+            throws IOException {
+        if (reply.body() instanceof EngineSocketPulls.ReleaseResults released) {
+            released.results().forEach(result -> count(request, result.status()));
+        } else {
+            count(request, reply.status());
+        }
+        EngineSocketFrames.write(connection, json.writeValueAsBytes(new ReplyFrame(reply.status(), index,
+                reply.body())));
+    }
+
+    /**
+     * {@code pd_engine_socket_requests_total{op, status}}: what HTTP's server metrics would have counted; each
+     * pull of op pulls and each release of op releases counts as one, with its own status.
+     */
+    private void count(JsonNode request, int replyStatus) {
         String op = request == null ? "none" : switch (request.path("op").asText()) {
-            case "hello", "pull", "release", "batch" -> request.path("op").asText();
+            case "hello", "pull", "release", "batch", EngineSocketPulls.PULLS, EngineSocketPulls.RELEASES ->
+                    request.path("op").asText();
             default -> "other";
         };
-        String status = Integer.toString(reply.status());
+        String status = Integer.toString(replyStatus);
         requests.computeIfAbsent(op + ' ' + status, k -> Counter.builder("pd_engine_socket_requests")
                 .description("Requests on D's engine socket, by op and the status answered")
                 .tag("op", op).tag("status", status).register(meters)).increment();
@@ -206,14 +227,10 @@ public class EngineSocketServer {
         }
     }
 
-    /** The reply frame's JSON, written in one pass (no tree of the body first). */
+    /** The reply frame's JSON, written in one pass (no tree of the body first); an index only in op pulls. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @RegisterForReflection
-    record ReplyFrame(int status, Object body) {
-    }
-
-    private byte[] encode(EngineSocketCalls.Reply reply) throws JsonProcessingException {
-        return json.writeValueAsBytes(new ReplyFrame(reply.status(), reply.body()));
+    record ReplyFrame(int status, Integer index, Object body) {
     }
 
     void stop(@Observes ShutdownEvent event) {

@@ -44,14 +44,17 @@ final class RemotePull {
         return decided(consumer.await(pull, requestId));
     }
 
-    /** As above, asked for by D's rank {@code decodeRank}: the pull D's ranks share, waited for on this thread. */
-    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
-            KvTransferParams params, OptionalInt decodeRank) {
+    /**
+     * As above, asked for by D's rank {@code decodeRank} when present (the pull D's ranks share), without waiting:
+     * the pull's future, answered by D's loop (its outcome still to be {@link #decided}). */
+    static CompletableFuture<PullOutcome> submit(Registry registry, ConsumerFacade consumer, String requestId,
+            int[] tokens, KvTransferParams params, OptionalInt decodeRank) {
         registry.requireTrusted(params);
-        return decided(consumer.await(consumer.submitPull(requestId, tokens, params, decodeRank), requestId));
+        return consumer.submitPull(requestId, tokens, params, decodeRank);
     }
 
-    private static PullOutcome decided(PullOutcome outcome) {
+    /** The outcome of a received or recomputed pull; a declined one as its 409 problem. */
+    static PullOutcome decided(PullOutcome outcome) {
         if (outcome.state() == PullState.DECLINED) {
             throw declined(outcome);
         }

@@ -53,6 +53,12 @@ final class EngineSocketClient implements AutoCloseable {
     }
 
     Reply receive() throws IOException {
+        JsonNode reply = receiveFrame();
+        return new Reply(reply.get("status").asInt(), reply.path("body"));
+    }
+
+    /** The next reply frame whole (op pulls' carry an index beside the status and body). */
+    JsonNode receiveFrame() throws IOException {
         ByteBuffer header = ByteBuffer.allocate(4);
         if (!fill(header)) {
             throw new IOException("the server closed the connection");
@@ -61,8 +67,7 @@ final class EngineSocketClient implements AutoCloseable {
         if (!fill(body)) {
             throw new IOException("the server closed the connection inside a frame");
         }
-        JsonNode reply = JSON.readTree(body.array());
-        return new Reply(reply.get("status").asInt(), reply.path("body"));
+        return JSON.readTree(body.array());
     }
 
     /** Whether the server ended the connection (end of stream within the deadline, nothing sent). */

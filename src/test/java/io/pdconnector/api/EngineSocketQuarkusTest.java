@@ -215,7 +215,7 @@ class EngineSocketQuarkusTest {
         assertFalse(reply.body().path("detail").asText().isBlank(), reply.body().toString());
     }
 
-    private static Map<String, Object> prefill(String id, int tokens) {
+    static Map<String, Object> prefill(String id, int tokens) {
         given().contentType(ContentType.JSON).body(Map.of("request_id", id, "num_tokens", tokens,
                 "kv_transfer_params", Map.of("do_remote_decode", true))).post("/v1/producer/requests")
                 .then().statusCode(201);

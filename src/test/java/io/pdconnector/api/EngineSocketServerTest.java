@@ -33,8 +33,9 @@ class EngineSocketServerTest {
     }
 
     private static EngineSocketServer server(PdConfig config) {
-        return new EngineSocketServer(config, new EngineSocketCalls(null, null, TokenTable.of(false, Map.of()), null),
-                new ObjectMapper(), new SimpleMeterRegistry());
+        EngineSocketPulls pulls = new EngineSocketPulls(null, null);
+        return new EngineSocketServer(config, new EngineSocketCalls(null, null, TokenTable.of(false, Map.of()), null,
+                pulls), pulls, new ObjectMapper(), new SimpleMeterRegistry());
     }
 
     @Test
