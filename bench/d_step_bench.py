@@ -5,11 +5,12 @@ request each over D's engine socket (ops pulls and releases), and, in the same r
 release call per load on the load threads (ops pull and release; the baseline).
 
     JAVA_HOME=... PD_NIXL_HOME=.../nixl-cu12-1.5.1 PYTHONPATH=integrations/vllm \\
-        <vLLM venv>/bin/python bench/d_step_bench.py [--geometry tiny,qwen] [--tokens 300] [--steps 1,4,16] \\
+        <vLLM venv>/bin/python bench/d_step_bench.py [--geometry tiny,qwen] [--tokens 300] [--steps 2,4,16] \\
         [--n 60] [--warmup 200]
 
 Per geometry a P and a D pd-connector (d_load_bench's set-up); two D workers of the plugin beside D, 8 load
-threads each (pd_load_threads' default), one batching and one not, taking turns step by step. Per step size:
+threads each (pd_load_threads' default), one batching as the plugin does (a step of two loads or more; a lone
+load goes one call each way in both rows) and one not, taking turns step by step. Per step size:
 the step's time p50/p90 (ms, start_loads to the last load reported), the time per load, and D's JVM CPU per load
 (ms of /proc/<pid>/stat's utime+stime over the row's steps, its releases included: each step waits until D
 has answered every release before the next). Writes target/d-step-bench.json; every process it starts is stopped at the end.
@@ -175,7 +176,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--geometry", default="tiny,qwen")
     ap.add_argument("--tokens", type=int, default=300)
-    ap.add_argument("--steps", default="1,4,16", help="loads per step, one pair of rows each")
+    ap.add_argument("--steps", default="2,4,16", help="loads per step, one pair of rows each")
     ap.add_argument("--n", type=int, default=60, help="measured steps per row and step size")
     ap.add_argument("--warmup", type=int, default=200, help="unmeasured steps per row first (the JVMs' JIT)")
     a = ap.parse_args()

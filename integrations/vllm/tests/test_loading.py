@@ -186,6 +186,23 @@ def test_a_pd_connector_whose_hello_names_no_pull_batch_gets_one_pull_and_one_re
     assert sorted(r["op"] for r in engine.requests() if r["op"] != "hello") == ["pull", "pull", "release", "release"]
 
 
+def test_a_steps_lone_load_goes_one_call_each_way(tmp_path, engine, client):
+    _, pd = p_kv()
+    engine.answers.update(pull={"status": 200, "body": d_file(tmp_path / "pd-d-d0.kv", pd, epoch=41)},
+                          release={"status": 204})
+    w = d_worker(client, engine)
+
+    w.start_loads([spec("a")], [])
+    got = all_results(w, 1)
+    engine.wait_for(lambda: engine.requests("release"), what="the release")
+    w.start_loads([], [spec("gone")])
+    engine.wait_for(lambda: len(engine.requests("release")) == 2, what="the release-only pull's release")
+    w.shutdown()
+
+    assert got == {"finished": {"a"}, "failed": {}}
+    assert [r["op"] for r in engine.requests() if r["op"] != "hello"] == ["pull", "release", "pull", "release"]
+
+
 def test_a_step_of_many_or_long_prompts_goes_in_several_requests():
     many = [(spec(f"r{i}"), True) for i in range(loading.MAX_BATCH_PULLS + 3)]
     assert [len(c) for c in loading._chunks(many)] == [loading.MAX_BATCH_PULLS, 3]

@@ -158,14 +158,38 @@ def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_
         "32 blocks, then their epochs, in whole pages"
     assert after.get(KV_READOUT, 0) == before.get(KV_READOUT, 0) == 0, after
     assert delta(after, before, PULL) == delta(after, before, RELEASE) == 0, after
-    assert delta(socket_after, socket_before, ("pulls", "200")) == 1, socket_after   # the step's pulls, its releases
-    assert delta(socket_after, socket_before, ("releases", "204")) == 1, socket_after
+    assert delta(socket_after, socket_before, ("pull", "200")) == 1, socket_after   # a step's lone load: one call
+    assert delta(socket_after, socket_before, ("release", "204")) == 1, socket_after
     assert d_holds(pd) == (0, 0), "released: D's blocks are free again"
     p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
     for l in range(L):   # whole blocks, the last one too: a plane's interior is the attention kernel's
         assert torch.equal(d_layers[l][1], p_layers[l][6]) and torch.equal(d_layers[l][7], p_layers[l][2])
         assert torch.equal(d_layers[l][3], p_layers[l][4])
         assert not d_layers[l][0].any() and not d_layers[l][2].any()
+
+
+def test_a_steps_loads_go_as_one_request_of_pulls_and_one_of_releases_and_land_unchanged(pd):
+    p_kv = vllm_caches(seed=12)
+    params_a = produce(pd, "step-a", p_kv, [6, 2, 4], 10)
+    params_b = produce(pd, "step-b", p_kv, [5, 0], 7)
+    before = socket_requests(pd)
+    client = PdClient(pd.url)
+    d_kv = vllm_caches()
+    worker = PdWorker(client, 0, 1, 1)
+    worker.register(d_kv, client.kv_layout())
+    worker.start_loads([LoadSpec("step-a-d", "step-a-d", list(range(10)), params_a, [1, 7, 3], 0),
+                        LoadSpec("step-b-d", "step-b-d", list(range(7)), params_b, [0, 5], 0)], [])
+    results = outcomes_of(worker, ["step-a-d", "step-b-d"])
+    worker.shutdown()
+    after = socket_requests(pd)
+    assert results.failed == {}, results.failed
+    assert delta(after, before, ("pulls", "200")) == 2 and delta(after, before, ("releases", "204")) == 2, after
+    assert delta(after, before, ("pull", "200")) == delta(after, before, ("release", "204")) == 0, after
+    assert d_holds(pd) == (0, 0), "released: D's blocks are free again"
+    p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
+    for l in range(L):
+        for p_block, d_block in ((6, 1), (2, 7), (4, 3), (5, 0), (0, 5)):
+            assert torch.equal(d_layers[l][d_block], p_layers[l][p_block]), (l, p_block, d_block)
 
 
 def test_a_pull_with_a_nonce_that_is_not_ps_is_declined_and_becomes_a_load_failure(pd):
@@ -221,15 +245,11 @@ def pd_retention(tmp_path_factory):
 
 
 class LateRelease(PdClient):
-    """A plugin whose release comes after pd.consumer.retention, one by one or a step's in one request."""
+    """A plugin whose release comes after pd.consumer.retention."""
 
     def release(self, request_id, decode_rank):
         time.sleep(RETENTION_S + 1.5)
         super().release(request_id, decode_rank)
-
-    def releases(self, items):
-        time.sleep(RETENTION_S + 1.5)
-        return super().releases(items)
 
 
 def wait_until_d_holds_nothing(service):
@@ -299,13 +319,6 @@ class NoEpochs(LateRelease):
         reply = super().pull(request_id, token_ids, params, decode_rank)
         reply.pop("blocks_epoch", None)
         return reply
-
-    def pulls(self, items, on_reply):
-        def without_epoch(i, error, reply):
-            if reply is not None:
-                reply.pop("blocks_epoch", None)
-            on_reply(i, error, reply)
-        super().pulls(items, without_epoch)
 
 
 def test_a_server_that_never_answers_is_a_timeout_within_the_deadline():
@@ -421,7 +434,7 @@ def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_
             for p_block, d_block in ((5, 2), (0, 7), (3, 4)):
                 assert torch.equal(t[d_block], p_kv[rank][name][p_block]), (rank, name, p_block)
     after = socket_requests(pd_tp2)
-    assert delta(after, before, ("pulls", "200")) == 2 and delta(after, before, ("releases", "204")) == 2, after
+    assert delta(after, before, ("pull", "200")) == 2 and delta(after, before, ("release", "204")) == 2, after
     assert metric_value(pd_tp2, 'pd_pulls_total{outcome="received"}') == 1, "one pull for both ranks"
     assert d_holds(pd_tp2) == (0, 0), "D freed the pull's blocks once both ranks released"
 
