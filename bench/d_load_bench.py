@@ -9,16 +9,16 @@ checked or the release waited for) against what it cannot do without: pd-connect
 Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
 prompt's KV through P's file and finishes it, then the plugin's D worker loads it into vLLM-shaped CPU caches
-(what a load thread runs for a step's lone load, up to reporting it: ``PdLoader._load``), split into the pull as
-the plugin sees it, the copy and the release (0 when the pull's epochs vouched for the copy and the release followed it);
+(what a load thread runs for a step of one load, up to reporting it: ``PdLoader._batch`` on the engine socket,
+``PdLoader._load`` over HTTP), split into the pull as the plugin sees it, the copy and the release (0 when the pull's epochs vouched for the copy and the release followed it);
 over HTTP and over D's engine socket (the path D's kv-layout names), loads taking turns, one row each
 (``--channel``). For reference it then times the previous engine path on as many pulls of the same size, in a loop
 of its own: the pull plus the KV read out over HTTP (``GET .../kv``, which releases). ``memcpy`` is one ``memmove`` of the pulled bytes
 between two contiguous buffers, on the load thread. The ``socket-rf`` row (unless ``--no-baseline``) is the same
 run's baseline: loads over the socket whose client drops the reply's ``blocks_epoch``, so each waits for its
 release before it is reported, as before D's files carried epochs; the ``socket-list`` row another: pulls that
-send their token ids as the JSON list rather than packed (``token_ids_le32``); the ``socket-batch`` row sends
-its one load as a step's batch would (ops pulls and releases, which the plugin uses from two loads a step on).
+send their token ids as the JSON list rather than packed (``token_ids_le32``); the ``socket-calls`` row sends its
+load as one pull and one release call (ops pull and release) rather than ops pulls and releases.
 Each takes its turn with the others, and the socket row says its load as a ratio to each. Prints one row per
 geometry, prompt length and channel (p50 and p90 in ms) and writes target/d-load-bench.json. Every process it starts is stopped at the end.
 """
@@ -121,13 +121,13 @@ class ListIdsClient(TimedClient):
 
 
 def row_kinds(channels: tuple[str, ...], baseline: bool) -> dict[str, tuple[str, type, bool]]:
-    """Row name -> (the D worker's pd_engine_channel, its client class, whether its load goes as a step's batch,
-    ops pulls and releases, rather than one call each way as the plugin sends a step's lone load)."""
-    kinds = {ch: (ch, TimedClient, False) for ch in channels}
+    """Row name -> (the D worker's pd_engine_channel, its client class, whether its load goes as the plugin sends
+    a step's loads on a socket that batches them, ops pulls and releases, rather than one call each way)."""
+    kinds = {ch: (ch, TimedClient, ch == "socket") for ch in channels}
     if baseline and "socket" in channels:
-        kinds["socket-rf"] = ("socket", ReleaseFirstClient, False)
-        kinds["socket-list"] = ("socket", ListIdsClient, False)
-        kinds["socket-batch"] = ("socket", TimedClient, True)
+        kinds["socket-rf"] = ("socket", ReleaseFirstClient, True)
+        kinds["socket-list"] = ("socket", ListIdsClient, True)
+        kinds["socket-calls"] = ("socket", TimedClient, False)
     return kinds
 
 
@@ -218,9 +218,9 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                     spec = LoadSpec(rid, rid, ids, params, list(range(blocks)), 0)
                     d_client.release_s = 0.0
                     t0 = time.perf_counter()
-                    if d_batch[ch]:   # the one load as a step's batch would carry it
+                    if d_batch[ch]:   # a step of one load, as the plugin's load thread runs it on the socket
                         d_worker._loader._batch([(spec, True)])
-                    else:             # a step's lone load, as the plugin's load thread runs it
+                    else:             # one call each way (HTTP, or the socket-calls baseline)
                         d_worker._loader._load(spec)
                     t_all = time.perf_counter() - t0
                     result = d_worker.take_results()
@@ -269,7 +269,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                 row["ratio_each_p50"] = statistics.median(a / b for a, b in zip(xs["load"], xs["floor"]))
                 vs = ""
                 for base, key in (("socket-rf", "load_vs_release_first_p50"), ("socket-list", "load_vs_list_ids_p50"),
-                                  ("socket-batch", "load_vs_batch_of_one_p50")):
+                                  ("socket-calls", "load_vs_one_call_each_p50")):
                     if ch == "socket" and base in samples:
                         row[key] = row["load"]["p50"] / statistics.median(samples[base]["load"])
                         vs += f" | {row[key]:.2f}x of {base}"

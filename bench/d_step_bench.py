@@ -9,8 +9,8 @@ release call per load on the load threads (ops pull and release; the baseline).
         [--n 60] [--warmup 200]
 
 Per geometry a P and a D pd-connector (d_load_bench's set-up); two D workers of the plugin beside D, 8 load
-threads each (pd_load_threads' default), one batching as the plugin does (a step of two loads or more; a lone
-load goes one call each way in both rows) and one not, taking turns step by step. Per step size:
+threads each (pd_load_threads' default), one batching as the plugin does and one not, taking turns step by step.
+Per step size:
 the step's time p50/p90 (ms, start_loads to the last load reported), the time per load, and D's JVM CPU per load
 (ms of /proc/<pid>/stat's utime+stime over the row's steps, its releases included: each step waits until D
 has answered every release before the next). Writes target/d-step-bench.json; every process it starts is stopped at the end.

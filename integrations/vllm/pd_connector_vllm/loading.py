@@ -8,11 +8,10 @@ names its blocks' epoch, the copy checks the epochs in D's file after it (still 
 them meanwhile), so the load is reported first and released after; otherwise the release comes first and the
 report after.
 
-Over an engine socket that reads op pulls (``pull-batch``) a step of two or more loads and releases goes as one
+Over an engine socket that reads op pulls (``pull-batch``) an engine step's loads and releases go as one
 request: the step's pulls in one frame, each copied as its reply comes, then one frame with the releases the
-batch owes. Otherwise, and for a step's lone load (one call each way is cheaper by a fifth of a millisecond, the
-batch having nothing to share: docs/performance.md), each load is a task of its own, one call per pull and
-release.
+batch owes (a lone load too: two runs of bench/d_load_bench.py found it neither quicker nor slower than one
+call each way). Otherwise each load is a task of its own, one call per pull and release.
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ class PdLoader:
         self._batches = batches
 
     def start(self, loads: list[LoadSpec], releases: list[LoadSpec]) -> None:
-        if self._batches and len(loads) + len(releases) > 1:
+        if self._batches:
             for chunk in _chunks([(s, True) for s in loads] + [(s, False) for s in releases]):
                 self._pool.submit(self._batch, chunk)
             return
@@ -143,8 +142,10 @@ class PdLoader:
         t0 = time.perf_counter()
         owed: list[LoadSpec] = []                       # releases nothing waits for
         vouching: list[tuple[LoadSpec, _Pulled]] = []   # loads reported once their release succeeded
+        answered: set[int] = set()
 
         def on_reply(i: int, error: PdError | None, pulled: dict | None) -> None:
+            answered.add(i)
             try:
                 handle(i, error, pulled)
             except Exception as e:  # noqa: BLE001 - the rest of the replies are still to be read
@@ -171,6 +172,10 @@ class PdLoader:
 
         try:
             self._client.pulls([(s.pd_request_id, s.token_ids, s.params, self._rank) for s, _ in items], on_reply)
+        except Exception as e:  # noqa: BLE001 - every load is reported, or vLLM waits for it forever
+            log.exception("D: a step's pulls failed")
+            for i in set(range(len(items))) - answered:
+                on_reply(i, PdError(0, "plugin-error", f"the step's pulls failed: {e}"), None)
         finally:
             self._release_batch(owed, vouching)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pd_connector_vllm import loading
-from pd_connector_vllm.client import PdClient
+from pd_connector_vllm.client import PdClient, PdError
 from pd_connector_vllm.specs import LoadSpec
 from pd_connector_vllm.worker import PdWorker
 
@@ -186,23 +186,6 @@ def test_a_pd_connector_whose_hello_names_no_pull_batch_gets_one_pull_and_one_re
     assert sorted(r["op"] for r in engine.requests() if r["op"] != "hello") == ["pull", "pull", "release", "release"]
 
 
-def test_a_steps_lone_load_goes_one_call_each_way(tmp_path, engine, client):
-    _, pd = p_kv()
-    engine.answers.update(pull={"status": 200, "body": d_file(tmp_path / "pd-d-d0.kv", pd, epoch=41)},
-                          release={"status": 204})
-    w = d_worker(client, engine)
-
-    w.start_loads([spec("a")], [])
-    got = all_results(w, 1)
-    engine.wait_for(lambda: engine.requests("release"), what="the release")
-    w.start_loads([], [spec("gone")])
-    engine.wait_for(lambda: len(engine.requests("release")) == 2, what="the release-only pull's release")
-    w.shutdown()
-
-    assert got == {"finished": {"a"}, "failed": {}}
-    assert [r["op"] for r in engine.requests() if r["op"] != "hello"] == ["pull", "release", "pull", "release"]
-
-
 def test_a_step_of_many_or_long_prompts_goes_in_several_requests():
     many = [(spec(f"r{i}"), True) for i in range(loading.MAX_BATCH_PULLS + 3)]
     assert [len(c) for c in loading._chunks(many)] == [loading.MAX_BATCH_PULLS, 3]
@@ -210,3 +193,38 @@ def test_a_step_of_many_or_long_prompts_goes_in_several_requests():
     assert [len(c) for c in loading._chunks(long)] == [2, 2, 1]
     alone = [(spec("huge", prompt_len=loading.MAX_BATCH_TOKENS + 1), True), (spec("s"), False)]
     assert [len(c) for c in loading._chunks(alone)] == [1, 1]
+
+
+class PullsBreakMidway:
+    """A client whose step of pulls answers the first load, then fails unexpectedly (a bug, not a refusal)."""
+
+    def __init__(self):
+        self.released = []
+
+    def batches_pulls(self):
+        return True
+
+    def pulls(self, items, on_reply):
+        on_reply(0, PdError(409, "lease_mismatch", "declined"), None)
+        raise TypeError("not JSON serializable")
+
+    def releases(self, items):
+        self.released += items
+        return [None] * len(items)
+
+    def close(self):
+        pass
+
+
+def test_a_step_whose_pulls_fail_unexpectedly_still_reports_every_load_and_releases_what_d_may_hold():
+    client = PullsBreakMidway()
+    w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1)
+    w.register(caches(), LAYOUT)
+
+    w.start_loads([spec("a"), spec("b")], [])
+    got = all_results(w, 2)
+    w.shutdown()
+
+    assert got["finished"] == {"a", "b"}
+    assert got["failed"] == {"a": "lease_mismatch", "b": "plugin-error"}, got
+    assert client.released == [("b", 0)], "b had no answer: D may hold its pull"

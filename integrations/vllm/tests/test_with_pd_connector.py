@@ -158,8 +158,8 @@ def test_kv_written_through_ps_file_comes_out_of_ds_pull_into_other_vllm_blocks_
         "32 blocks, then their epochs, in whole pages"
     assert after.get(KV_READOUT, 0) == before.get(KV_READOUT, 0) == 0, after
     assert delta(after, before, PULL) == delta(after, before, RELEASE) == 0, after
-    assert delta(socket_after, socket_before, ("pull", "200")) == 1, socket_after   # a step's lone load: one call
-    assert delta(socket_after, socket_before, ("release", "204")) == 1, socket_after
+    assert delta(socket_after, socket_before, ("pulls", "200")) == 1, socket_after   # a step's pulls, its releases
+    assert delta(socket_after, socket_before, ("releases", "204")) == 1, socket_after
     assert d_holds(pd) == (0, 0), "released: D's blocks are free again"
     p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
     for l in range(L):   # whole blocks, the last one too: a plane's interior is the attention kernel's
@@ -434,7 +434,7 @@ def test_tp2_workers_save_their_heads_and_join_one_pull_whose_blocks_stay_until_
             for p_block, d_block in ((5, 2), (0, 7), (3, 4)):
                 assert torch.equal(t[d_block], p_kv[rank][name][p_block]), (rank, name, p_block)
     after = socket_requests(pd_tp2)
-    assert delta(after, before, ("pull", "200")) == 2 and delta(after, before, ("release", "204")) == 2, after
+    assert delta(after, before, ("pulls", "200")) == 2 and delta(after, before, ("releases", "204")) == 2, after
     assert metric_value(pd_tp2, 'pd_pulls_total{outcome="received"}') == 1, "one pull for both ranks"
     assert d_holds(pd_tp2) == (0, 0), "D freed the pull's blocks once both ranks released"
 
