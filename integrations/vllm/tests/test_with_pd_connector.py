@@ -245,11 +245,15 @@ def pd_retention(tmp_path_factory):
 
 
 class LateRelease(PdClient):
-    """A plugin whose release comes after pd.consumer.retention."""
+    """A plugin whose release comes after pd.consumer.retention, one by one or a step's in one request."""
 
     def release(self, request_id, decode_rank):
         time.sleep(RETENTION_S + 1.5)
         super().release(request_id, decode_rank)
+
+    def releases(self, items):
+        time.sleep(RETENTION_S + 1.5)
+        return super().releases(items)
 
 
 def wait_until_d_holds_nothing(service):
@@ -319,6 +323,13 @@ class NoEpochs(LateRelease):
         reply = super().pull(request_id, token_ids, params, decode_rank)
         reply.pop("blocks_epoch", None)
         return reply
+
+    def pulls(self, items, on_reply):
+        def without_epoch(i, error, reply):
+            if reply is not None:
+                reply.pop("blocks_epoch", None)
+            on_reply(i, error, reply)
+        super().pulls(items, without_epoch)
 
 
 def test_a_server_that_never_answers_is_a_timeout_within_the_deadline():
