@@ -25,7 +25,7 @@ from typing import Sequence
 
 import torch
 
-from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
+from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
 from .kv_places import FileKv, PoolKv
 from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .loading import LoadResults, PdLoader

@@ -68,7 +68,7 @@ def test_a_steps_loads_go_as_one_pulls_request_and_one_releases_request_whatever
     p_layers, pd = p_kv()
     reply = d_file(tmp_path / "pd-d-d0.kv", pd, fill=7.0, epoch=41)
     engine.answers.update(pulls=replies((1, 200, reply), (0, 200, reply)), releases=released(204, 204))
-    kv_a, kv_b = caches(), caches()
+    kv_a = caches()
     with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
         w = d_worker(client, engine, kv_a)
     assert "TP rank 0 sends an engine step's pulls in one request and their releases in one" in caplog.text
