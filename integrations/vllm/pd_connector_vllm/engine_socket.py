@@ -141,9 +141,15 @@ class EngineSocket:
 
     def releases(self, items: list[tuple[str, int]], timeout_s: float) -> list[PdError | None]:
         """The releases of ``items`` ((request id, decode rank)) in one request: for each, None once released,
-        else its PdError (404: the pull is gone). PdError for the whole when there is no answer."""
+        else its PdError (404: the pull is gone). PdError for the whole when there is no answer. On a connection
+        whose hello did not name ``pull-batch`` (a pd-connector restarted at an older version) they go one by
+        one, within ``timeout_s`` for them all."""
+        deadline = time.monotonic() + timeout_s
+        self._connection(deadline, timeout_s)
+        if PULL_BATCH not in self._local.features:
+            return [self._release_one(r, k, deadline) for r, k in items]
         frame = {"op": "releases", "releases": [{"request_id": r, "decode_rank": int(k)} for r, k in items]}
-        body = self.request(frame, timeout_s, expect=200)
+        body = self.request(frame, _remaining_or_zero(deadline), expect=200)
         results = body.get("results")
         if not isinstance(results, list) or len(results) != len(items):
             raise PdError(200, "bad-answer", f"releases over {self.path}: {len(items)} asked, answered "
@@ -158,6 +164,14 @@ class EngineSocket:
             reason, detail = problem_of(problem) or ("bad-answer", _excerpt(result))
             out.append(PdError(status if isinstance(status, int) else 0, reason, f"release over {self.path}: {detail}"))
         return out
+
+    def _release_one(self, request_id: str, decode_rank: int, deadline: float) -> PdError | None:
+        try:
+            self.request({"op": "release", "request_id": request_id, "decode_rank": int(decode_rank)},
+                         _remaining_or_zero(deadline), expect=204)
+            return None
+        except PdError as e:
+            return e
 
     def close(self) -> None:
         """Closes every connection any thread opened; a later call opens a new one."""

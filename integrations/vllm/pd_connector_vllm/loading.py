@@ -187,6 +187,9 @@ class PdLoader:
             errors = self._client.releases([(s.pd_request_id, self._rank) for s in specs])
         except PdError as e:
             errors = [e] * len(specs)
+        except Exception as e:  # noqa: BLE001 - every vouched load is still reported, or vLLM waits for it forever
+            log.exception("D: a step's releases failed")
+            errors = [PdError(0, "plugin-error", f"the step's releases failed: {e}")] * len(specs)
         t_released = time.perf_counter()
         for spec, error in zip(owed, errors):
             _log_unneeded_release(spec, error)
@@ -202,8 +205,10 @@ class PdLoader:
         """The copy of a pull's reply into vLLM's blocks, never raising: what is left to do."""
         if error is not None:
             log.warning("D request %s: pull declined or failed: %s", spec.request_id, error)
-            # no answer: the pull may still be held on D's pd-connector
-            return _Pulled(error.reason, "after" if error.status == 0 else None)
+            # no answer, or D's wait for it ran out (a rank that joined a shared pull does not abort it): the pull
+            # may still be held on D's pd-connector
+            held = error.status == 0 or error.reason == "deadline-exceeded"
+            return _Pulled(error.reason, "after" if held else None)
         t_pulled = time.perf_counter()
         epoch = _self_checking_epoch(pulled)
         try:
@@ -216,7 +221,10 @@ class PdLoader:
         t_copied = time.perf_counter()
 
         def timing(t_released: float | None) -> None:
-            self._log_load(spec, pulled, copied, t0, t_pulled, t_copied, t_released)
+            try:
+                self._log_load(spec, pulled, copied, t0, t_pulled, t_copied, t_released)
+            except Exception:  # noqa: BLE001 - a timing line that breaks (a reply without pull_ms) fails no load
+                log.exception("D request %s: its timing line failed", spec.request_id)
         return _Pulled(None, "after" if epoch is not None else "first", timing)
 
     def _copy(self, spec: LoadSpec, pulled: dict, epoch: int | None) -> tuple[str | None, tuple]:

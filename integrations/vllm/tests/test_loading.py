@@ -228,3 +228,65 @@ def test_a_step_whose_pulls_fail_unexpectedly_still_reports_every_load_and_relea
     assert got["finished"] == {"a", "b"}
     assert got["failed"] == {"a": "lease_mismatch", "b": "plugin-error"}, got
     assert client.released == [("b", 0)], "b had no answer: D may hold its pull"
+
+
+OLDER = {"status": 200, "body": {"protocol": 1, "features": ["token-ids-le32"]}}
+
+
+def test_a_pd_connector_restarted_at_an_older_version_mid_step_gets_the_steps_releases_one_by_one(
+        tmp_path, engine, client, monkeypatch):
+    _, pd = p_kv()
+    reply = d_file(tmp_path / "pd-d-d0.kv", pd, epoch=41)
+    monkeypatch.setattr(loading, "_LOADS_IN_ORDER", False)   # the loads wait for their releases
+    w = d_worker(client, engine)
+    # the step's pulls are answered on a connection that then ends; the one opened for the releases meets a
+    # pd-connector without op releases (a rollback), which answers it 400 unknown-op
+    engine.answers.update(hello=[BATCHING, OLDER], pulls=Raw(frame({"status": 200, "index": 0, "body": reply})
+                                                             + frame({"status": 200, "index": 1, "body": reply}),
+                                                             close=True),
+                          release={"status": 204})
+
+    w.start_loads([spec("a"), spec("b")], [])
+    got = all_results(w, 2)
+    w.shutdown()
+
+    assert got == {"finished": {"a", "b"}, "failed": {}}, "each vouched for by its own release"
+    assert [r["op"] for r in engine.requests() if r["op"] != "hello"][-2:] == ["release", "release"]
+    assert engine.requests("releases") == []
+
+
+def test_a_step_whose_releases_fail_unexpectedly_still_reports_every_load(tmp_path, engine, client, monkeypatch):
+    _, pd = p_kv()
+    reply = d_file(tmp_path / "pd-d-d0.kv", pd, epoch=41)
+    monkeypatch.setattr(loading, "_LOADS_IN_ORDER", False)
+    engine.answers.update(pulls=replies((0, 200, reply), (1, 200, reply)))
+    w = d_worker(client, engine)
+
+    def broken(items):
+        raise OSError(24, "Too many open files")  # what socket.socket() raises out of file descriptors
+    monkeypatch.setattr(client, "releases", broken)
+
+    w.start_loads([spec("a"), spec("b")], [])
+    got = all_results(w, 2)
+    w.shutdown()
+
+    assert got == {"finished": {"a", "b"}, "failed": {"a": "release-failed: plugin-error",
+                                                      "b": "release-failed: plugin-error"}}, \
+        "a copy its release did not vouch for is not used, and vLLM hears of each"
+
+
+def test_a_pull_d_stopped_waiting_for_is_released_as_one_d_may_still_hold(tmp_path, engine, client):
+    _, pd = p_kv()
+    reply = d_file(tmp_path / "pd-d-d0.kv", pd, epoch=41)
+    late = {"status": 503, "reason": "deadline-exceeded", "detail": "pull a got no answer within PT30S"}
+    engine.answers.update(pulls=replies((1, 200, reply), (0, 503, late)), releases=released(204, 204))
+    w = d_worker(client, engine)
+
+    w.start_loads([spec("a"), spec("b")], [])
+    got = all_results(w, 2)
+    engine.wait_for(lambda: engine.requests("releases"), what="the releases")
+    w.shutdown()
+
+    assert got == {"finished": {"a", "b"}, "failed": {"a": "deadline-exceeded"}}
+    assert sorted(r["request_id"] for r in engine.requests("releases")[0]["releases"]) == ["a", "b"], \
+        "a rank that joined a shared pull does not abort it when its wait runs out: its release frees it"

@@ -17,11 +17,13 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * D's calls on the engine socket: one pull, and, with the feature {@value #FEATURE}, an engine step's pulls in
@@ -56,7 +58,7 @@ class EngineSocketPulls {
     }
 
     /** A pull submitted to D's loop, waiting to be answered. */
-    private record Started(String requestId, CompletableFuture<PullOutcome> outcome, long enteredAt) {
+    record Started(String requestId, CompletableFuture<PullOutcome> outcome, long enteredAt) {
     }
 
     private final ConnectorRuntime runtime;
@@ -76,7 +78,8 @@ class EngineSocketPulls {
      * Op pulls: every pull of {@code request.pulls} starts at once; each is answered in a frame of its own, with
      * its index, as D decides it (a pull refused at once first), and a pull still undecided at
      * pd.http.request-deadline is aborted and answered 503. A list that is missing, empty or too long is one
-     * frame without an index, nothing started. A connection that goes away mid-way aborts the undecided pulls.
+     * frame without an index, nothing started. A connection that went away is noticed at the next answer written to
+     * it; the undecided pulls are then aborted.
      */
     void pulls(JsonNode request, Replies replies) throws IOException {
         JsonNode list = request.get(PULLS);
@@ -96,7 +99,9 @@ class EngineSocketPulls {
                     pull.outcome().whenComplete((outcome, failure) -> decided.add(index));
                 }
             }
-            answerAsDecided(started, decided, replies);
+            if (started.stream().anyMatch(Objects::nonNull)) { // none: each was refused and answered already
+                answerAsDecided(started, decided, replies, consumer().deadline(), this::answerOrProblem);
+            }
         } finally {
             started.forEach(pull -> {
                 if (pull != null) {
@@ -160,19 +165,24 @@ class EngineSocketPulls {
         }
     }
 
-    private void answerAsDecided(List<Started> started, BlockingQueue<Integer> decided, Replies replies)
-            throws IOException {
-        long deadline = System.nanoTime() + consumer().deadline().toNanos();
+    /**
+     * Sends each pull's answer as D decides it; at {@code deadline} one still undecided is cancelled (the loop
+     * aborts it) and answered 503, and one decided in that instant, too late to cancel, gets its outcome: a plugin
+     * told 503 would never release the KV D holds for it.
+     */
+    static void answerAsDecided(List<Started> started, BlockingQueue<Integer> decided, Replies replies,
+            Duration deadline, Function<Started, EngineSocketCalls.Reply> answer) throws IOException {
+        long end = System.nanoTime() + deadline.toNanos();
         boolean[] answered = new boolean[started.size()];
-        long waiting = started.stream().filter(pull -> pull != null).count();
+        long waiting = started.stream().filter(Objects::nonNull).count();
         try {
             for (; waiting > 0; waiting--) {
-                Integer index = decided.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                Integer index = decided.poll(end - System.nanoTime(), TimeUnit.NANOSECONDS);
                 if (index == null) {
                     break;
                 }
                 answered[index] = true;
-                replies.send(index, answerOrProblem(started.get(index)));
+                replies.send(index, answer.apply(started.get(index)));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // shutting down: the finally of pulls() aborts what is undecided
@@ -181,9 +191,10 @@ class EngineSocketPulls {
         for (int i = 0; i < started.size(); i++) {
             Started pull = started.get(i);
             if (pull != null && !answered[i]) {
-                pull.outcome().cancel(false);
-                replies.send(i, EngineSocketProblems.of(UnavailableException.deadlineExceeded("pull "
-                        + pull.requestId() + " got no answer within " + consumer().deadline()), PULLS));
+                replies.send(i, pull.outcome().cancel(false)
+                        ? EngineSocketProblems.of(UnavailableException.deadlineExceeded("pull " + pull.requestId()
+                                + " got no answer within " + deadline), PULLS)
+                        : answer.apply(pull));
             }
         }
     }

@@ -85,14 +85,25 @@ final class RemotePull {
         submitted.accept(pull);
         Duration deadline = consumer.deadline();
         return Uni.createFrom().completionStage(pull)
-                .ifNoItem().after(deadline).failWith(() -> UnavailableException.deadlineExceeded("pull "
-                        + requestId + " got no answer within " + deadline))
+                .ifNoItem().after(deadline).recoverWithUni(() -> atDeadline(pull, requestId, deadline))
                 .onFailure(CancellationException.class).transform(cancelled -> new ClientGoneException(requestId,
                         "the caller of pull " + requestId + " went away before its answer; D aborts the pull"
                                 + " unless the caller was a decode rank that joined it"))
                 .onTermination().invoke(() -> pull.cancel(false)) // no effect once answered
                 .emitOn(replyOn)
                 .map(RemotePull::decided);
+    }
+
+    /**
+     * A pull whose wait ran out: cancelled (the loop aborts it) and a 503; or, decided in that instant and too late
+     * to cancel, its outcome, since a caller told 503 would never release the KV D holds for it.
+     */
+    static Uni<PullOutcome> atDeadline(CompletableFuture<PullOutcome> pull, String requestId, Duration deadline) {
+        if (pull.cancel(false)) {
+            return Uni.createFrom().failure(UnavailableException.deadlineExceeded("pull " + requestId
+                    + " got no answer within " + deadline));
+        }
+        return Uni.createFrom().completionStage(pull);
     }
 
     private static ProblemException declined(PullOutcome outcome) {

@@ -2,6 +2,7 @@ package io.pdconnector.consumer;
 
 import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.error.InvalidInputException;
+import io.pdconnector.error.UnavailableException;
 import io.pdconnector.loop.CommandQueue;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;
@@ -72,10 +73,19 @@ public final class ConsumerFacade {
         return deadline;
     }
 
-    /** Waits for a submitted pull with the deadline; a caller that stops waiting cancels it. */
+    /**
+     * Waits for a submitted pull with the deadline; a caller that stops waiting cancels it. A pull decided in the
+     * instant the wait ran out, too late to cancel, gives its outcome rather than a 503: a caller told 503 would
+     * never release the KV D holds for it.
+     */
     public PullOutcome await(CompletableFuture<PullOutcome> pull, String requestId) {
         try {
             return Deadlines.await(pull, deadline, "pull " + requestId);
+        } catch (UnavailableException late) {
+            if (!late.deadlineExceeded() || pull.cancel(false)) {
+                throw late;
+            }
+            return Deadlines.await(pull, Duration.ZERO, "pull " + requestId);
         } finally {
             pull.cancel(false); // no effect once answered; otherwise the loop aborts the pull
         }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullScheduler;
+import io.pdconnector.consumer.PullState;
+import io.pdconnector.consumer.PullTimeline;
 import io.pdconnector.controlplane.EmbeddedStore;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.controlplane.Registry;
@@ -23,6 +25,7 @@ import io.smallrye.mutiny.Uni;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -85,6 +88,39 @@ class RemotePullTest {
         PdException e = assertThrows(PdException.class, () -> pull.await().atMost(Duration.ofSeconds(10)));
         assertEquals("client-gone", e.reason(), e.toString());
         assertEquals("r2", e.requestId());
+    }
+
+    /**
+     * A pull the loop decided in the instant its waiter's deadline ran out: the cancel comes too late, so the caller
+     * (op pull's blocking wait, or the HTTP pull's) gets the outcome and releases what D holds for it, not a 503
+     * that would leave it to the retention. A pull still undecided is cancelled and a 503.
+     */
+    @Test
+    void aPullDecidedAsItsWaitRanOutGivesItsOutcomeNotA503() {
+        PullScheduler loop = new PullScheduler(cluster.consumerConfig("d").build(), cluster.transferEngine(),
+                cluster.registry, cluster.clock);
+        ConsumerFacade consumer = new ConsumerFacade(loop, Duration.ofMillis(50));
+        PullOutcome decided = new PullOutcome("r3", PullState.RECEIVED, null, new int[] {7}, null,
+                new PullTimeline(1, 0, 0, 0, 2));
+
+        assertEquals(decided, consumer.await(decidedAtTheDeadline(decided), "r3"));
+        assertEquals(decided, RemotePull.atDeadline(decidedAtTheDeadline(decided), "r3", Duration.ofMillis(50))
+                .await().atMost(Duration.ofSeconds(10)));
+
+        CompletableFuture<PullOutcome> never = new CompletableFuture<>();
+        UnavailableException e = assertThrows(UnavailableException.class, () -> consumer.await(never, "r4"));
+        assertTrue(e.deadlineExceeded(), e.getMessage());
+        assertTrue(never.isCancelled(), "an undecided pull is cancelled, so the loop aborts it");
+    }
+
+    private static CompletableFuture<PullOutcome> decidedAtTheDeadline(PullOutcome outcome) {
+        return new CompletableFuture<>() {
+            @Override
+            public boolean cancel(boolean mayInterruptIfRunning) {
+                complete(outcome);
+                return super.cancel(mayInterruptIfRunning);
+            }
+        };
     }
 
     private static KvTransferParams params() {
