@@ -223,7 +223,7 @@ class PdLoader:
         def timing(t_released: float | None) -> None:
             try:
                 self._log_load(spec, pulled, copied, t0, t_pulled, t_copied, t_released)
-            except Exception:  # noqa: BLE001 - a timing line that breaks (a reply without pull_ms) fails no load
+            except Exception:  # noqa: BLE001 - a timing line that breaks (a pull_ms that is no number) fails no load
                 log.exception("D request %s: its timing line failed", spec.request_id)
         return _Pulled(None, "after" if epoch is not None else "first", timing)
 
