@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
 """Side by side: vLLM P/D with vLLM's own NixlConnector vs. vLLM P/D with the pd-connector plugin (two pd-connector
-services, lease verification on), both behind the same proxy (integrations/vllm/e2e/pd_proxy.py), on this machine.
+services, lease verification on), both behind the same proxy (integrations/vllm/e2e/pd_proxy.py), on this machine,
+with one vLLM instance (no connector, asked directly) as the floor.
 
     bench/vllm-pd.sh [--concurrency 1,8,16] [--requests 48] [--rounds 2] [--prompt-tokens 300] [--output-tokens 8]
     (PD_BENCH_MODEL=<dir> for another model, e.g. bench/make-qwen-geometry-model.py's)
 
-Both fleets run at once (4 vLLM servers, 2 pd-connector services, 2 proxies, all on 127.0.0.1) and the measured
-batches alternate between them (stock, plugin, plugin, stock, ...), so load from anything else on the machine
-falls on both alike. Each request is a streamed completion of a prompt no server has seen (random token ids), so
-every D leg moves the whole prompt's KV; TTFT is the time to the first streamed text through the proxy, requests/s
-a batch's requests over its wall time with `c` clients each sending one request after another. The answers of
-the two fleets to the same prompts are compared (greedy decoding: they must be equal). CPU seconds per request
-are the user + system time of each fleet's processes (vLLM servers and engine cores, pd-connector JVMs, its
-proxy) during its own batches, divided by the batch's requests. The plugin's instances log their timing lines
-(pd_log_timings), which the bench splits by batch: the time on P's scheduler thread, P's copy into its KV file and
-D's load (the pull as the plugin sees it, pd-connector's own pull_ms, the copy, the release). Prints a table, the
-plugin/stock ratios and where the plugin's time went; writes target/vllm-bench/results.json.
+The three run at once (5 vLLM servers, 2 pd-connector services, 2 proxies, all on 127.0.0.1) and the measured
+batches take turns between them: the order rotates with the concurrency and is reversed in odd rounds, so over
+an even number of rounds each fleet goes before and after each other one equally often at each concurrency, and
+load from anything else on the machine falls on all alike. Each request is a streamed completion of a prompt no
+server has seen (random token ids), so every D leg moves the whole prompt's KV; TTFT is the time to the first
+streamed text through the proxy (the single instance's: from it directly), requests/s a batch's requests over its
+wall time with `c` clients each sending one request after another. The answers of the fleets to the same prompts
+are compared (greedy decoding: stock's and the plugin's must be equal; the single instance's are counted apart,
+since it batches a prompt's prefill with other requests' decode steps, which may round differently). CPU seconds
+per request are the user + system time of each fleet's processes (vLLM servers and engine cores, pd-connector
+JVMs, its proxy) during its own batches, divided by the batch's requests. The plugin's instances log their timing
+lines (pd_log_timings), which the bench splits by batch: the time on P's scheduler thread, P's copy into its KV
+file and D's load (the pull as the plugin sees it, pd-connector's own pull_ms, the copy, the release). Prints a
+table, the plugin/stock ratios, each P/D fleet's ratios to the single instance and where the plugin's time went;
+writes target/vllm-bench/results.json.
 """
 import argparse
 import json
@@ -48,6 +53,10 @@ def start_stock(fleet: Fleet):
     p = fleet.stock_vllm("p", lease_s=30, wait=False)
     d = fleet.stock_vllm("d", lease_s=30, wait=False)
     return p, d
+
+
+def start_single(fleet: Fleet):
+    return fleet.vllm("one", wait=False)
 
 
 def start_plugin(fleet: Fleet):
@@ -155,13 +164,17 @@ def main(argv):
             parser.error(f"--{name.replace('_', '-')} must be 1..2000")
 
     started = time.perf_counter()
-    with Fleet("bench-stock") as stock_fleet, Fleet("bench-plugin") as plugin_fleet:
+    with Fleet("bench-stock") as stock_fleet, Fleet("bench-plugin") as plugin_fleet, \
+            Fleet("bench-single") as single_fleet:
         stock_p, stock_d = start_stock(stock_fleet)
         plugin_p, plugin_d = start_plugin(plugin_fleet)
+        single = start_single(single_fleet)
         timings = PluginTimings(plugin_p, plugin_d)
-        Fleet.ready(stock_p, stock_d, plugin_p, plugin_d)
-        proxies = {"stock": stock_fleet.proxy(stock_p, stock_d), "plugin": plugin_fleet.proxy(plugin_p, plugin_d)}
-        fleets = {"stock": stock_fleet, "plugin": plugin_fleet}
+        Fleet.ready(stock_p, stock_d, plugin_p, plugin_d, single)
+        # the floor has no proxy hop either: the single instance is asked directly
+        proxies = {"stock": stock_fleet.proxy(stock_p, stock_d), "plugin": plugin_fleet.proxy(plugin_p, plugin_d),
+                   "single": single}
+        fleets = {"stock": stock_fleet, "plugin": plugin_fleet, "single": single_fleet}
         print(f"fleets up in {time.perf_counter() - started:.0f} s", flush=True)
 
         seed = 50_000
@@ -173,13 +186,18 @@ def main(argv):
         results = {(f, c): {"ttft": [], "wall": 0.0, "requests": 0, "errors": [], "cpu": 0.0,
                             "plugin": {k: [] for k in PLUGIN_PARTS}} for f in proxies for c in levels}
         answers = {f: {} for f in proxies}
-        concurrency_of = {}  # prompt seed -> the concurrency both fleets answered it at
+        concurrency_of = {}  # prompt seed -> the concurrency every fleet answered it at
+        names = list(proxies)
         for r in range(args.rounds):
-            for c, n in ((c, max(1, args.requests // 3) if c == 1 else args.requests) for c in levels):
-                prompts = [(seed + i, token_prompt(seed + i, args.prompt_tokens)) for i in range(n)]
+            for i, c in enumerate(levels):
+                n = max(1, args.requests // 3) if c == 1 else args.requests
+                prompts = [(seed + k, token_prompt(seed + k, args.prompt_tokens)) for k in range(n)]
                 seed += n
-                order = ["stock", "plugin"] if (r + c) % 2 == 0 else ["plugin", "stock"]
-                for f in order:  # both fleets get the same prompts, in alternating order
+                turn = i % len(names)
+                order = names[turn:] + names[:turn]
+                if r % 2:
+                    order.reverse()
+                for f in order:  # every fleet gets the same prompts
                     cpu0 = session_cpu_seconds(fleet_sessions(fleets[f]))
                     timings.mark()
                     ttfts, wall, got, errors = batch(proxies[f].url, prompts, c, args.output_tokens)
@@ -199,9 +217,13 @@ def main(argv):
 
     common = set(answers["stock"]) & set(answers["plugin"])
     differ = sorted(s for s in common if answers["stock"][s] != answers["plugin"][s])
-    report = {"machine_note": "both fleets measured alternately in one run", "concurrency": levels,
+    common_single = common & set(answers["single"])
+    differ_single = sorted(s for s in common_single if answers["single"][s] != answers["plugin"][s])
+    report = {"machine_note": "the fleets measured in turn in one run", "concurrency": levels,
               "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens, "rounds": args.rounds,
               "answers_compared": len(common), "answers_differing": len(differ),
+              "answers_compared_with_single": len(common_single),
+              "answers_differing_from_single": len(differ_single),
               "differing": [{"seed": s, "c": concurrency_of[s], "stock": answers["stock"][s],
                              "plugin": answers["plugin"][s]} for s in differ], "rows": []}
     print(f"\n{'fleet':8} {'c':>2} {'requests':>8} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'req/s':>7} {'cpu s/req':>9} {'errors':>6}")
@@ -229,6 +251,15 @@ def main(argv):
         report[f"ratios_c{c}"] = {k: round(v, 3) for k, v in ratios.items()}
         print(f"  c={c}: TTFT p50 {ratios['ttft_p50']:.2f}x, p90 {ratios['ttft_p90']:.2f}x, "
               f"requests/s {ratios['requests_per_s']:.2f}x")
+    print("\neach P/D fleet / one vLLM instance (the floor):")
+    for c in levels:
+        one = by[("single", c)]
+        for f in ("stock", "plugin"):
+            x = by[(f, c)]
+            ratios = {"ttft_p50": x["ttft_p50_ms"] / one["ttft_p50_ms"],
+                      "requests_per_s": x["requests_per_s"] / one["requests_per_s"]}
+            report[f"{f}_over_single_c{c}"] = {k: round(v, 3) for k, v in ratios.items()}
+            print(f"  c={c} {f}: TTFT p50 {ratios['ttft_p50']:.2f}x, requests/s {ratios['requests_per_s']:.2f}x")
     print("\nwhere the plugin's time went, ms p50 / p90 (its timing lines): scheduler thread per P request, P's copy"
           " into its KV file, D's load (pull as the plugin sees it, pd-connector's own pull_ms, copy, release):")
     for row in report["rows"]:
@@ -238,6 +269,8 @@ def main(argv):
     by_c = {c: sum(1 for s in differ if concurrency_of[s] == c) for c in levels}
     print(f"answers compared between the fleets: {len(common)}, differing: {len(differ)} "
           f"(by concurrency: {', '.join(f'c={c}: {n}' for c, n in by_c.items())})")
+    print(f"the plugin's answers against the single instance's: {len(common_single)} compared, "
+          f"{len(differ_single)} differing")
     out = REPO / "target/vllm-bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
