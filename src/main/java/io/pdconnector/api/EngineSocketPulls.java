@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.error.InvalidInputException;
-import io.pdconnector.error.UnavailableException;
 import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.runtime.ConnectorRuntime;
@@ -192,8 +191,7 @@ class EngineSocketPulls {
             Started pull = started.get(i);
             if (pull != null && !answered[i]) {
                 replies.send(i, pull.outcome().cancel(false)
-                        ? EngineSocketProblems.of(UnavailableException.deadlineExceeded("pull " + pull.requestId()
-                                + " got no answer within " + deadline), PULLS)
+                        ? EngineSocketProblems.of(Deadlines.noAnswer("pull " + pull.requestId(), deadline), PULLS)
                         : answer.apply(pull));
             }
         }

@@ -6,7 +6,7 @@ import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.controlplane.Registry;
 import io.pdconnector.error.ClientGoneException;
-import io.pdconnector.error.UnavailableException;
+import io.pdconnector.loop.Deadlines;
 import io.pdconnector.protocol.KvTransferParams;
 import io.smallrye.mutiny.Uni;
 import java.time.Duration;
@@ -100,8 +100,7 @@ final class RemotePull {
      */
     static Uni<PullOutcome> atDeadline(CompletableFuture<PullOutcome> pull, String requestId, Duration deadline) {
         if (pull.cancel(false)) {
-            return Uni.createFrom().failure(UnavailableException.deadlineExceeded("pull " + requestId
-                    + " got no answer within " + deadline));
+            return Uni.createFrom().failure(Deadlines.noAnswer("pull " + requestId, deadline));
         }
         return Uni.createFrom().completionStage(pull);
     }

@@ -24,12 +24,17 @@ public final class Deadlines {
             }
             throw new IllegalStateException(what + " failed", e.getCause());
         } catch (TimeoutException e) {
-            throw UnavailableException.deadlineExceeded(what + " got no answer within " + deadline);
+            throw noAnswer(what, deadline);
         } catch (CancellationException e) {
             throw new IllegalStateException(what + " was cancelled", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for " + what, e);
         }
+    }
+
+    /** The 503 of a wait for {@code what} that ran out; also for callers that wait in their own way. */
+    public static UnavailableException noAnswer(String what, Duration deadline) {
+        return UnavailableException.deadlineExceeded(what + " got no answer within " + deadline);
     }
 }
