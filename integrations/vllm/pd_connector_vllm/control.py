@@ -19,11 +19,21 @@ Why it is safe to hand the params out before P has the commit: the nonce is in t
 (L2), and the copy is done before ``request_finished`` runs; a decoder that reads before the commit
 gets the right bytes and P counts its read notification at the commit. A commit that never comes (the
 engine died) ends with the grant: P zeroes its slots, then frees its blocks, and a late decoder declines.
+
+A batch whose answer never comes (P, or P's whole JVM, held up past the client's wait) may still be
+applied later. Its commits, aborts and returns are sent again, which P answers harmlessly. Its grant
+would be one the plugin never heard of, holding P's blocks until it expires, so every ask for a new
+grant carries an ``ask_id`` of the plugin's own, and the next batches ``withdraw`` it until P answers:
+P takes back the grant that ask made, or refuses the ask if it comes later still. An extension whose
+answer was lost cannot be named that way; the plugin stops taking from that grant and returns it once
+no request holds a share, which gives back whatever the extension added.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -98,6 +108,10 @@ class PdControl:
         self._commits: list[dict[str, Any]] = []
         self._aborts: list[str] = []
         self._returns: list[str] = []
+        self._withdraw: list[str] = []  # ask ids of new-grant asks whose batch got no answer
+        self._ask_prefix = os.urandom(6).hex()  # ask ids are unique across plugin instances and restarts
+        self._ask_numbers = itertools.count(1)
+        self._withdraw_unread_warned = False
         self._asking = False
         self._short = 0  # blocks a request could not find in any one grant: the next grant asks for them
         self._next_ask_at = 0.0  # after a grant that found too little free, P is not asked again at once
@@ -211,7 +225,7 @@ class PdControl:
         name_current_thread("pd-control")
         while True:
             with self._cond:
-                while not (self._stopping or self._commits or self._aborts or self._returns
+                while not (self._stopping or self._commits or self._aborts or self._returns or self._withdraw
                            or self._needs_credit()):
                     now = self._clock()
                     self._polling = now - self._last_work_at < _DOZE_AFTER_S
@@ -227,7 +241,9 @@ class PdControl:
                 if self._stopping and not (self._commits or self._aborts):
                     return
                 body: dict[str, Any] = {"commits": self._commits, "aborts": self._aborts, "returns": self._returns}
-                self._commits, self._aborts, self._returns = [], [], []
+                if self._withdraw:
+                    body["withdraw"] = self._withdraw
+                self._commits, self._aborts, self._returns, self._withdraw = [], [], [], []
                 ask = not self._stopping and self._needs_credit()
                 if ask:
                     now = self._clock()
@@ -238,6 +254,8 @@ class PdControl:
                     current = self._current
                     if current is not None and not current.dead and now < current.retire_at:
                         body["grant"]["extend"] = current.id
+                    else:
+                        body["grant"]["ask_id"] = f"{self._ask_prefix}.{next(self._ask_numbers)}"
                     self._asking = True
             self._send(body, ask)
 
@@ -252,6 +270,9 @@ class PdControl:
                 self._commits[:0] = body["commits"]
                 self._aborts[:0] = body["aborts"]
                 self._returns[:0] = body["returns"]
+                self._withdraw[:0] = body.get("withdraw", [])
+                if asked:
+                    self._lost_grant_answer(body["grant"])
                 self._asking = False
             time.sleep(0.2)  # the service is down or restarting: do not spin
             return
@@ -277,9 +298,39 @@ class PdControl:
             for result in answer.get("commits") or ():
                 if result.get("status") != 200:
                     self._refused(result, body)
+            self._withdrawn(body.get("withdraw", []), answer)
             for result in answer.get("aborts") or ():
                 if result.get("status") not in (204, 404):
                     log.warning("abort of %s: %s %s", result.get("id"), result.get("reason"), result.get("detail"))
+
+    def _lost_grant_answer(self, ask: dict[str, Any]) -> None:
+        """Called with the lock held: P may have granted what the plugin never heard of, and may still."""
+        if "ask_id" in ask:
+            self._withdraw.append(ask["ask_id"])
+            return
+        extended = next((g for g in self._grants if g.id == ask.get("extend")), None)
+        if extended is not None:
+            extended.retire_at = min(extended.retire_at, self._clock())  # returned once no request holds a share
+        self._current = None
+        log.warning("the answer to extending grant %s was lost; it is returned once no request holds a share of it, "
+                    "which gives back what P may have added", ask.get("extend"))
+
+    def _withdrawn(self, sent: list[str], answer: dict[str, Any]) -> None:
+        if not sent:
+            return
+        results = answer.get("withdrawn")
+        if results is None:
+            if not self._withdraw_unread_warned:
+                self._withdraw_unread_warned = True
+                log.warning("this pd-connector does not read withdrawals (it is older than the plugin): a grant "
+                            "whose answer was lost (asks %s) holds P's blocks until it expires", sent)
+            return
+        for result in results:
+            if result.get("status") == 204:
+                log.warning("the grant of ask %s, whose answer was lost, is given back", result.get("id"))
+            elif result.get("status") != 404:
+                log.warning("withdrawal of ask %s: %s %s %s", result.get("id"), result.get("status"),
+                            result.get("reason"), result.get("detail"))
 
     def _add_grant(self, g: dict[str, Any], sent_at: float) -> None:
         extended = next((x for x in self._grants if x.id == str(g["grant_id"])), None)
@@ -330,10 +381,11 @@ class PdControl:
         if self._thread.is_alive():
             self._thread.join(deadline_s)
         with self._cond:
-            leftover = self._returns
-            self._returns = []
-        if leftover:
+            leftover, withdraw = self._returns, self._withdraw
+            self._returns, self._withdraw = [], []
+        if leftover or withdraw:
             try:
-                self._client.batch({"commits": [], "aborts": [], "returns": leftover})
+                self._client.batch({"commits": [], "aborts": [], "returns": leftover, "withdraw": withdraw})
             except PdError as e:
-                log.warning("grants %s not given back (%s); pd-connector takes them back at their expiry", leftover, e)
+                log.warning("grants %s and the grants of asks %s not given back (%s); pd-connector takes them back "
+                            "at their expiry", leftover, withdraw, e)

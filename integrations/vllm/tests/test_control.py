@@ -30,6 +30,10 @@ class ScriptedP:
         self.gate = threading.Event()
         self.gate.set()
         self.fail = None
+        self.lose = None                 # a batch this matches (once) is applied, and its answer lost
+        self.fail_withdrawals = 0        # this many batches carrying withdrawals fail unapplied
+        self.by_ask = {}                 # ask id -> the grant it made
+        self.lost = []                   # the answers lost
 
     def batch(self, body):
         assert self.gate.wait(10), "test gate never opened"
@@ -37,34 +41,51 @@ class ScriptedP:
             self.bodies.append(body)
             if self.fail:
                 raise self.fail
-            answer = {"commits": [], "aborts": [], "returns": []}
-            for c in body.get("commits", []):
-                ok = c["grant_id"] in self.granted
-                answer["commits"].append({"id": c["request_id"], "status": 200 if ok else 409,
-                                          "reason": None if ok else "wrong-state",
-                                          "detail": None if ok else f"grant {c['grant_id']} is unknown"})
-            for a in body.get("aborts", []):
-                answer["aborts"].append({"id": a, "status": 204})
-            for r in body.get("returns", []):
-                self.granted.pop(r, None)
-            if "grant" in body:
-                n = min(body["grant"]["blocks"], len(self.free))
-                blocks, self.free = self.free[:n], self.free[n:]
-                leases = []
-                for _ in range(body["grant"]["leases"]):
-                    leases.append({"slot": len(leases), "nonce": self.next_nonce})
-                    self.next_nonce += 1
-                gid = body["grant"].get("extend") or f"g1-{len(self.granted) + len(self.bodies)}"
-                if body["grant"].get("extend") and gid not in self.granted:
-                    answer["grant_refused"] = {"id": "grant", "status": 409, "reason": "wrong-state", "detail": "gone"}
-                    self.free[:0] = blocks
-                    return answer
-                self.granted.setdefault(gid, []).extend(blocks)
-                answer["grant"] = {"grant_id": gid, "block_ids": blocks, "leases": leases,
-                                   "expires_in_ms": self.ttl_ms, "block_bytes": 64,
-                                   "ranks": [{"rank": 0, "kv_file": "/dev/shm/pd-p0-r0.kv", "region_bytes": 6400}],
-                                   "params_template": dict(TEMPLATE)}
+            if body.get("withdraw") and self.fail_withdrawals > 0:
+                self.fail_withdrawals -= 1
+                raise PdError(0, "unreachable", "connection refused (scripted)")
+            answer = self._apply(body)
+            if self.lose is not None and self.lose(body):
+                self.lose = None
+                self.lost.append(answer)
+                raise PdError(0, "timeout", "batch: no answer within 10.0 s (scripted)")
             return answer
+
+    def _apply(self, body):
+        answer = {"commits": [], "aborts": [], "returns": [], "withdrawn": []}
+        for c in body.get("commits", []):
+            ok = c["grant_id"] in self.granted
+            answer["commits"].append({"id": c["request_id"], "status": 200 if ok else 409,
+                                      "reason": None if ok else "wrong-state",
+                                      "detail": None if ok else f"grant {c['grant_id']} is unknown"})
+        for a in body.get("aborts", []):
+            answer["aborts"].append({"id": a, "status": 204})
+        for r in body.get("returns", []):
+            self.free.extend(self.granted.pop(r, []))
+        for ask in body.get("withdraw", []):
+            gid = self.by_ask.pop(ask, None)
+            answer["withdrawn"].append({"id": ask, "status": 404 if gid is None else 204})
+            self.free.extend(self.granted.pop(gid, []))
+        if "grant" in body:
+            n = min(body["grant"]["blocks"], len(self.free))
+            blocks, self.free = self.free[:n], self.free[n:]
+            leases = []
+            for _ in range(body["grant"]["leases"]):
+                leases.append({"slot": len(leases), "nonce": self.next_nonce})
+                self.next_nonce += 1
+            gid = body["grant"].get("extend") or f"g1-{len(self.granted) + len(self.bodies)}"
+            if body["grant"].get("extend") and gid not in self.granted:
+                answer["grant_refused"] = {"id": "grant", "status": 409, "reason": "wrong-state", "detail": "gone"}
+                self.free[:0] = blocks
+                return answer
+            self.granted.setdefault(gid, []).extend(blocks)
+            if "ask_id" in body["grant"]:
+                self.by_ask[body["grant"]["ask_id"]] = gid
+            answer["grant"] = {"grant_id": gid, "block_ids": blocks, "leases": leases,
+                               "expires_in_ms": self.ttl_ms, "block_bytes": 64,
+                               "ranks": [{"rank": 0, "kv_file": "/dev/shm/pd-p0-r0.kv", "region_bytes": 6400}],
+                               "params_template": dict(TEMPLATE)}
+        return answer
 
 
 class Clock:
@@ -243,6 +264,40 @@ def test_the_credit_is_topped_up_in_the_same_grant_and_a_refused_extension_start
     c.take(len(first.grant.blocks))      # run the grant low again: the next extension is refused
     wait_until(lambda: len({b["grant"].get("extend") for b in p.bodies if "grant" in b} - {None}) >= 1
                and any("grant" in b and "extend" not in b["grant"] for b in p.bodies[2:]), "a new grant asked")
+    c.close(5)
+
+
+def test_a_grant_whose_answer_was_lost_is_withdrawn_by_its_ask_id_until_p_answers_the_withdrawal():
+    p = ScriptedP(free_blocks=20)
+    p.lose = lambda b: "ask_id" in b.get("grant", {})
+    p.fail_withdrawals = 1               # the first batch that withdraws it fails too
+    c = started(p, blocks=16, leases=8)
+    (lost,) = p.lost
+    lost_ask = p.bodies[0]["grant"]["ask_id"]
+    second_ask = p.bodies[1]["grant"]["ask_id"]   # asked beside the first withdrawal, whose batch failed
+    withdrawing = [b["withdraw"] for b in p.bodies if b.get("withdraw")]
+    assert withdrawing == [[lost_ask], [lost_ask, second_ask]], "sent until answered, and no more"
+    assert lost["grant"]["grant_id"] not in p.granted, "P took the lost grant back"
+    assert not any(g.id == lost["grant"]["grant_id"] for g in c._grants), "the plugin never held it"
+    asks = [b["grant"]["ask_id"] for b in p.bodies if "ask_id" in b.get("grant", {})]
+    assert len(asks) == len(set(asks)), f"an ask id used twice: {asks}"
+    assert c.take(4) is not None
+    c.close(5)
+
+
+def test_a_lost_extension_answer_retires_its_grant_which_goes_back_once_no_request_holds_a_share():
+    p = ScriptedP(free_blocks=60)
+    c = started(p, blocks=16, leases=8)
+    p.lose = lambda b: "extend" in b.get("grant", {})
+    held = c.take(10)                     # runs the credit low: the control thread extends this grant
+    wait_until(lambda: p.lost, "an extension applied by P, its answer lost")
+    wait_until(lambda: any(g.id != held.grant.id for g in c._grants), "a new grant instead")
+    nxt = c.take(1)
+    assert nxt is not None and nxt.grant.id != held.grant.id, "a new request took from the grant whose extension was lost"
+    assert not any(held.grant.id in b.get("returns", []) for b in p.bodies), "returned while a request holds a share"
+    c.commit(held, "held", 40)
+    wait_until(lambda: any(held.grant.id in b.get("returns", []) for b in p.bodies), "returned once unused")
+    assert held.grant.id not in p.granted, "with it, what the lost extension added went back"
     c.close(5)
 
 

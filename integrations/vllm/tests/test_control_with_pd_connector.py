@@ -155,12 +155,9 @@ class AnswerLostOnce(PdClient):
         return answer
 
 
-@pytest.mark.xfail(strict=True, reason="known defect, not fixed: a grant whose answer never reached the plugin holds "
-                                       "P's blocks until pd.lease.reservation-timeout (docs/performance.md, vLLM "
-                                       "side by side)")
 def test_a_grant_whose_answer_never_reached_the_plugin_does_not_keep_ps_blocks(tmp_path_factory):
-    # a pd-connector of its own (a short directory: its engine socket's path must fit): with the defect its
-    # blocks stay held until the reservation timeout
+    # a pd-connector of its own (a short directory: its engine socket's path must fit): were the ask not withdrawn,
+    # its grant would hold every block until the reservation timeout
     settings = dict(SETTINGS, **{"pd.lease.reservation-timeout": "10m"})   # the default, said here
     with PdService(tmp_path_factory.mktemp("lost"), "pd-lost-grant", settings) as pd:
         client = AnswerLostOnce(pd.url)
@@ -177,3 +174,6 @@ def test_a_grant_whose_answer_never_reached_the_plugin_does_not_keep_ps_blocks(t
         finally:
             control.close(10)
         wait_until(lambda: status(pd)["producer"]["blocks_in_use"] == 0, "every block back after close", 10)
+        with urllib.request.urlopen(pd.url + "/q/metrics", timeout=10) as r:
+            metrics = r.read().decode()
+        assert "pd_credit_grants_withdrawn_total 1.0" in metrics, "the operator sees the withdrawn grant counted"

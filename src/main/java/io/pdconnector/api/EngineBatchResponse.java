@@ -10,11 +10,12 @@ import java.util.Map;
 /**
  * P -> engine: one result per item, in the request's order, and the grant if one was asked for (or, if
  * P refused it, {@code grant_refused}). An item's {@code status} is the HTTP status its own call would
- * have had; a refused item changed nothing.
+ * have had; a refused item changed nothing. {@code withdrawn}: 204 when the ask's grant was taken back,
+ * 404 when P holds none of that ask (and refuses the ask if it comes).
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record EngineBatchResponse(Grant grant, @JsonProperty("grant_refused") ItemResult grantRefused,
-        List<ItemResult> commits, List<ItemResult> aborts, List<ItemResult> returns) {
+        List<ItemResult> commits, List<ItemResult> aborts, List<ItemResult> returns, List<ItemResult> withdrawn) {
 
     /** What {@link CreditGrant} gives, as JSON; {@code params_template} is every committed request's params but
      * {@code remote_request_id}, {@code remote_block_ids}, {@code remote_num_tokens} and the lease fields. */

@@ -28,8 +28,10 @@ final class EngineBatches {
                 .map(id -> Item.submit(id, () -> producer.submitAbort(id))).toList();
         List<Item<Boolean>> returns = request.returns().stream()
                 .map(id -> Item.submit(id, () -> producer.submitReturn(id))).toList();
+        List<Item<Boolean>> withdrawn = request.withdraw().stream()
+                .map(id -> Item.submit(id, () -> producer.submitWithdraw(id))).toList();
         Item<CreditGrant> grant = request.grant() == null ? null : Item.submit("grant", () -> producer.submitGrant(
-                request.grant().blocks(), request.grant().leases(), request.grant().extend()));
+                request.grant().blocks(), request.grant().leases(), request.grant().extend(), request.grant().askId()));
         long deadlineAt = System.nanoTime() + producer.deadline().toNanos();
         EngineBatchResponse.ItemResult granted = grant == null ? null : grant.result(left(deadlineAt), g -> 200, g -> null);
         return new EngineBatchResponse(
@@ -37,7 +39,8 @@ final class EngineBatches {
                 granted == null || granted.status() == 200 ? null : granted,
                 commits.stream().map(i -> i.result(left(deadlineAt), params -> 200, KvTransferParams::toMap)).toList(),
                 aborts.stream().map(i -> i.result(left(deadlineAt), v -> 204, v -> null)).toList(),
-                returns.stream().map(i -> i.result(left(deadlineAt), held -> held ? 204 : 404, v -> null)).toList());
+                returns.stream().map(i -> i.result(left(deadlineAt), held -> held ? 204 : 404, v -> null)).toList(),
+                withdrawn.stream().map(i -> i.result(left(deadlineAt), held -> held ? 204 : 404, v -> null)).toList());
     }
 
     private static Commit commitOf(EngineBatchRequest.CommitItem c) {

@@ -125,6 +125,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
         counter("pd_credit_commits", "Requests the engine committed to granted blocks and slots", c.creditCommits);
         counter("pd_credit_grants_expired", "Grants taken back unreturned at their deadline (the engine went away)",
                 c.creditsExpired);
+        counter("pd_credit_grants_withdrawn", "Grants taken back because the engine never heard the answer to its"
+                + " ask (it withdrew the ask)", c.creditsWithdrawn);
         counter("pd_early_notifications", "Read notifications for a granted nonce that reached P before the"
                 + " engine's commit; counted for the request at its commit", c.earlyNotifications);
         counter("pd_producer_requests_failed", "Requests failed by an unexpected error in P's step (answered 500)",

@@ -27,6 +27,8 @@ final class Credit {
     static final int MAX_EARLY_READS = 64;
 
     private final String id;
+    /** The engine's name for the ask that made it ({@link GrantAsks}), or null. */
+    private final String askId;
     private final long expiresAtMillis;
     private final Set<Integer> blocks = new LinkedHashSet<>();
     /** Unbound placeholders by slot. */
@@ -34,8 +36,9 @@ final class Credit {
     private final Map<Long, List<EarlyRead>> earlyReads = new LinkedHashMap<>();
     private boolean closing;
 
-    Credit(String id, long expiresAtMillis) {
+    Credit(String id, String askId, long expiresAtMillis) {
         this.id = id;
+        this.askId = askId;
         this.expiresAtMillis = expiresAtMillis;
     }
 
@@ -56,6 +59,10 @@ final class Credit {
 
     String id() {
         return id;
+    }
+
+    String askId() {
+        return askId;
     }
 
     long expiresAtMillis() {

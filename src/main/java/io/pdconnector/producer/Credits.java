@@ -29,6 +29,7 @@ final class Credits {
     private final List<ProducerCommand.Grant> pending = new ArrayList<>();
     private final Map<Credit, Granting> granting = new LinkedHashMap<>();
     private final List<ProducerCommand.ReturnCredit> returning = new ArrayList<>();
+    private final GrantAsks asks = new GrantAsks();
     private ReadReplay replay = (lease, read) -> { };
     private long granted;
 
@@ -69,6 +70,11 @@ final class Credits {
                         + " open (unknown, returned, expired or being extended): ask for a new grant"));
                 continue;
             }
+            StateConflictException askRefused = credit == null ? asks.refusal(g.askId()) : null;
+            if (askRefused != null) {
+                g.reply().completeExceptionally(askRefused);
+                continue;
+            }
             if (credit == null && (g.blocks() == 0 || state.blocks.freeCount() == 0)) {
                 g.reply().completeExceptionally(UnavailableException.noFreeBlocks("a grant needs at least one block; "
                         + state.blocks.freeCount() + " of " + state.blocks.capacity() + " are free"));
@@ -76,8 +82,9 @@ final class Credits {
             }
             if (credit == null) {
                 String id = "g" + state.nonces.epoch() + "-" + (++granted);
-                credit = new Credit(id, now + state.config.reservationTimeout().toMillis());
+                credit = new Credit(id, g.askId(), now + state.config.reservationTimeout().toMillis());
                 byId.put(id, credit);
+                asks.made(g.askId(), id);
             }
             int blocks = Math.min(g.blocks(), state.blocks.freeCount());
             int[] ids = blocks == 0 ? new int[0] : state.blocks.allocate(blocks);
@@ -197,6 +204,23 @@ final class Credits {
         returning.add(r);
     }
 
+    /**
+     * The engine never heard the answer to its ask {@code w.askId()}: the grant that ask made is given back
+     * as a return is (answered true after this step's {@link SlotOps}); an ask P has not seen is answered
+     * false at once and refused if it comes within the reservation timeout ({@link GrantAsks}).
+     */
+    void withdraw(ProducerCommand.Withdraw w, long now) {
+        String creditId = asks.withdraw(w.askId(), now + state.config.reservationTimeout().toMillis());
+        if (creditId == null) {
+            w.reply().complete(false);
+            return;
+        }
+        if (!byId.get(creditId).closing()) {
+            state.counters.creditsWithdrawn.incrementAndGet();
+        }
+        giveBack(new ProducerCommand.ReturnCredit(creditId, w.reply()));
+    }
+
     /** Keeps a read notification that names no lease but a granted nonce, for the commit that will follow. */
     boolean stashEarlyRead(long nonce, Credit.EarlyRead read) {
         if (nonce == LeaseNotification.NO_NONCE) {
@@ -216,6 +240,7 @@ final class Credits {
      */
     int reclaim(long now) {
         int n = 0;
+        asks.prune(now);
         for (Credit credit : List.copyOf(byId.values())) {
             if (!credit.closing() && now >= credit.expiresAtMillis()) {
                 credit.close();
@@ -236,6 +261,7 @@ final class Credits {
                 state.blocks.free(credit.blockIds());
                 credit.dropBlocks();
                 byId.remove(credit.id());
+                asks.forget(credit.askId());
                 n++;
             }
         }

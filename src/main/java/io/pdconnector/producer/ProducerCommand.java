@@ -49,7 +49,15 @@ sealed interface ProducerCommand extends LoopCommand {
      * more for the open grant {@code extend} names (null: a new one), so an engine tops up one grant
      * instead of splitting its credit over many.
      */
-    record Grant(int blocks, int leases, String extend, CompletableFuture<CreditGrant> reply) implements ProducerCommand {
+    record Grant(int blocks, int leases, String extend, String askId, CompletableFuture<CreditGrant> reply)
+            implements ProducerCommand {
+    }
+
+    /**
+     * Takes back the grant the engine's ask {@code askId} made, whose answer never reached it; completes with
+     * whether P held one (if not, the ask is refused should it still come).
+     */
+    record Withdraw(String askId, CompletableFuture<Boolean> reply) implements ProducerCommand {
     }
 
     /** Binds a request to granted blocks and a granted slot and exports its lease. */

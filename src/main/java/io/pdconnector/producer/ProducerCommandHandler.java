@@ -53,6 +53,7 @@ final class ProducerCommandHandler {
             case ProducerCommand.Grant g -> credits.request(g);
             case ProducerCommand.CommitCredit c -> commit(c, now);
             case ProducerCommand.ReturnCredit r -> credits.giveBack(r);
+            case ProducerCommand.Withdraw w -> credits.withdraw(w, now);
             case ProducerCommand.Snapshot s -> s.reply().complete(state.snapshot());
         }
     }

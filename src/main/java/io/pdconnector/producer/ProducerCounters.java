@@ -40,6 +40,8 @@ public final class ProducerCounters {
     public final AtomicLong creditCommits = new AtomicLong();
     /** Grants taken back because their engine neither committed nor returned them in time. */
     public final AtomicLong creditsExpired = new AtomicLong();
+    /** Grants taken back because their engine never heard the answer to the ask that made them. */
+    public final AtomicLong creditsWithdrawn = new AtomicLong();
     /** Read notifications for a granted nonce that reached P before the engine's commit: counted at the commit. */
     public final AtomicLong earlyNotifications = new AtomicLong();
 }

@@ -117,11 +117,37 @@ public final class ProducerFacade {
      * only what was added. A grant that is unknown, returned or expired is refused (409).
      */
     public CompletableFuture<CreditGrant> submitGrant(int blocks, int leases, String extend) {
+        return submitGrant(blocks, leases, extend, null);
+    }
+
+    /**
+     * As {@link #submitGrant(int, int, String)}; a new grant's ask may carry {@code askId}, the engine's own
+     * name for it, so that {@link #submitWithdraw} can take the grant back if the answer never reaches the
+     * engine. An ask id already used, or withdrawn, is refused (409).
+     */
+    public CompletableFuture<CreditGrant> submitGrant(int blocks, int leases, String extend, String askId) {
         if (blocks < 0 || leases < 0 || blocks > config.numBlocks() || leases > config.effectiveLeaseSlots()) {
             throw InvalidInputException.of("a grant asks for 0.." + config.numBlocks() + " blocks and 0.."
                     + config.effectiveLeaseSlots() + " lease slots, got " + blocks + " and " + leases);
         }
-        return commands.submit(reply -> new ProducerCommand.Grant(blocks, leases, extend, reply));
+        GrantAsks.require(askId);
+        if (askId != null && extend != null) {
+            throw InvalidInputException.of("an ask id names an ask for a new grant; an extension whose answer is"
+                    + " lost is taken back by returning grant " + extend);
+        }
+        return commands.submit(reply -> new ProducerCommand.Grant(blocks, leases, extend, askId, reply));
+    }
+
+    /**
+     * Takes back the grant the ask {@code askId} made (true, once its unbound slots are zeroed), or, when P
+     * has not seen that ask, answers false and refuses the ask if it comes within the reservation timeout.
+     */
+    public CompletableFuture<Boolean> submitWithdraw(String askId) {
+        if (askId == null) {
+            throw InvalidInputException.of("a withdrawal names the ask id of an ask for a new grant");
+        }
+        GrantAsks.require(askId);
+        return commands.submit(reply -> new ProducerCommand.Withdraw(askId, reply));
     }
 
     public CreditGrant grant(int blocks, int leases) {

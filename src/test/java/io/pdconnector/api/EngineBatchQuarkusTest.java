@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * The engine plugin's batch call through the HTTP API of one instance in role both, on real NIXL: a
  * grant, a pull of params built from it before the commit, the commit, and a returned grant; a bad item
  * refused on its own while the others are applied; a refused grant answered in the batch, not as the
- * call's failure. After each test nothing is held.
+ * call's failure; a withdrawn ask. After each test nothing is held.
  */
 @QuarkusTest
 class EngineBatchQuarkusTest {
@@ -108,5 +108,24 @@ class EngineBatchQuarkusTest {
                 .post("/v1/producer/batch").then().statusCode(400).body("violations", notNullValue());
         given().contentType(ContentType.JSON).body("{}").post("/v1/producer/batch").then().statusCode(200)
                 .body("commits", hasSize(0)).body("grant", nullValue());
+    }
+
+    /** The plugin never heard the answer to its ask: it withdraws the ask by its id, before or after P granted it. */
+    @Test
+    void aWithdrawnAskGivesItsGrantBack_andAnAskWithdrawnBeforeItCameIsRefused() {
+        assertEquals(3, batch(Map.of("grant", Map.of("blocks", 3, "leases", 1, "ask_id", "http-w.1")))
+                .getList("grant.block_ids").size());
+        JsonPath withdrawn = batch(Map.of("withdraw", List.of("http-w.1", "http-w.2")));
+        assertEquals(List.of("http-w.1", "http-w.2"), withdrawn.getList("withdrawn.id", String.class));
+        assertEquals(List.of(204, 404), withdrawn.getList("withdrawn.status", Integer.class),
+                "the first ask's grant is taken back; P never saw the second");
+        JsonPath late = batch(Map.of("grant", Map.of("blocks", 1, "leases", 1, "ask_id", "http-w.2")));
+        assertEquals(409, late.getInt("grant_refused.status"));
+        assertTrue(late.getString("grant_refused.detail").contains("withdrawn"), late.getString("grant_refused.detail"));
+        assertEquals(null, (Object) late.get("grant"));
+        given().contentType(ContentType.JSON).body(Map.of("withdraw", List.of("no spaces")))
+                .post("/v1/producer/batch").then().statusCode(400).body("reason", equalTo("validation-failed"));
+        given().contentType(ContentType.JSON).body(Map.of("grant", Map.of("blocks", 1, "leases", 1, "ask_id", "a/b")))
+                .post("/v1/producer/batch").then().statusCode(400).body("reason", equalTo("validation-failed"));
     }
 }
