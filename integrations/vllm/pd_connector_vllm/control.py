@@ -52,6 +52,9 @@ _HAND_OUT_MARGIN_S = 30.0
 # most this much later than at once); after this long without a commit or abort it sleeps until woken.
 _POLL_S = 0.005
 _DOZE_AFTER_S = 1.0
+# Ask ids a batch withdraws at most: while P is unreachable every failed batch adds one; the oldest go first
+# (a grant they may still make expires by itself, as every grant did before withdrawals).
+_MAX_WITHDRAW = 64
 
 
 @dataclass
@@ -290,9 +293,11 @@ class PdControl:
                 if g is not None:
                     self._add_grant(g, sent_at)
                 elif answer.get("grant_refused"):
-                    log.info("pd-connector refused the grant (%s); the next one is a new grant",
-                             answer["grant_refused"].get("detail"))
+                    refused = answer["grant_refused"]
+                    log.info("pd-connector refused the grant (%s); the next one is a new grant", refused.get("detail"))
                     self._current = None
+                    if refused.get("reason") == "ask-id-used" and "ask_id" in body["grant"]:
+                        self._queue_withdrawal(body["grant"]["ask_id"])  # it reached P twice: the first answer is lost
                 if g is None or len(g["block_ids"]) < body["grant"]["blocks"]:
                     self._next_ask_at = self._clock() + 0.25  # P is short of free blocks: ask again later
             for result in answer.get("commits") or ():
@@ -306,7 +311,7 @@ class PdControl:
     def _lost_grant_answer(self, ask: dict[str, Any]) -> None:
         """Called with the lock held: P may have granted what the plugin never heard of, and may still."""
         if "ask_id" in ask:
-            self._withdraw.append(ask["ask_id"])
+            self._queue_withdrawal(ask["ask_id"])
             return
         extended = next((g for g in self._grants if g.id == ask.get("extend")), None)
         if extended is not None:
@@ -314,6 +319,15 @@ class PdControl:
         self._current = None
         log.warning("the answer to extending grant %s was lost; it is returned once no request holds a share of it, "
                     "which gives back what P may have added", ask.get("extend"))
+
+    def _queue_withdrawal(self, ask_id: str) -> None:
+        """Called with the lock held."""
+        self._withdraw.append(ask_id)
+        if len(self._withdraw) > _MAX_WITHDRAW:
+            dropped = self._withdraw[:-_MAX_WITHDRAW]
+            del self._withdraw[:-_MAX_WITHDRAW]
+            log.warning("asks %s are not withdrawn (more than %d wait): a grant they made expires by itself",
+                        dropped, _MAX_WITHDRAW)
 
     def _withdrawn(self, sent: list[str], answer: dict[str, Any]) -> None:
         if not sent:

@@ -34,6 +34,7 @@ class ScriptedP:
         self.fail_withdrawals = 0        # this many batches carrying withdrawals fail unapplied
         self.by_ask = {}                 # ask id -> the grant it made
         self.lost = []                   # the answers lost
+        self.twice = None                # a batch this matches (once) reaches P twice, the first answer lost
 
     def batch(self, body):
         assert self.gate.wait(10), "test gate never opened"
@@ -45,6 +46,10 @@ class ScriptedP:
                 self.fail_withdrawals -= 1
                 raise PdError(0, "unreachable", "connection refused (scripted)")
             answer = self._apply(body)
+            if self.twice is not None and self.twice(body):
+                self.twice = None
+                self.lost.append(answer)
+                answer = self._apply(body)
             if self.lose is not None and self.lose(body):
                 self.lose = None
                 self.lost.append(answer)
@@ -76,6 +81,10 @@ class ScriptedP:
             gid = body["grant"].get("extend") or f"g1-{len(self.granted) + len(self.bodies)}"
             if body["grant"].get("extend") and gid not in self.granted:
                 answer["grant_refused"] = {"id": "grant", "status": 409, "reason": "wrong-state", "detail": "gone"}
+                self.free[:0] = blocks
+                return answer
+            if body["grant"].get("ask_id") in self.by_ask:
+                answer["grant_refused"] = {"id": "grant", "status": 409, "reason": "ask-id-used", "detail": "used"}
                 self.free[:0] = blocks
                 return answer
             self.granted.setdefault(gid, []).extend(blocks)
@@ -283,6 +292,29 @@ def test_a_grant_whose_answer_was_lost_is_withdrawn_by_its_ask_id_until_p_answer
     assert len(asks) == len(set(asks)), f"an ask id used twice: {asks}"
     assert c.take(4) is not None
     c.close(5)
+
+
+def test_an_ask_that_reached_p_twice_is_withdrawn_so_the_grant_of_its_lost_first_answer_goes_back():
+    p = ScriptedP(free_blocks=40)
+    p.twice = lambda b: "ask_id" in b.get("grant", {})   # as a client's retry of a request P did get would
+    c = PdControl(p, 16, 8, verify=True)
+    c.start()
+    try:
+        wait_until(lambda: any(b.get("withdraw") for b in p.bodies), "the ask withdrawn")
+        (first,) = p.lost
+        assert p.bodies[0]["grant"]["ask_id"] in next(b["withdraw"] for b in p.bodies if b.get("withdraw"))
+        wait_until(lambda: first["grant"]["grant_id"] not in p.granted, "the grant of the lost answer went back")
+        c.wait_for_credit(10)
+    finally:
+        c.close(5)
+
+
+def test_withdrawals_waiting_are_bounded_and_the_newest_are_kept():
+    c = PdControl(ScriptedP(), 16, 8, verify=True)   # not started: only its bookkeeping
+    with c._cond:
+        for i in range(100):
+            c._queue_withdrawal(f"a.{i}")
+        assert c._withdraw == [f"a.{i}" for i in range(36, 100)]
 
 
 def test_a_lost_extension_answer_retires_its_grant_which_goes_back_once_no_request_holds_a_share():

@@ -210,7 +210,13 @@ final class Credits {
      * false at once and refused if it comes within the reservation timeout ({@link GrantAsks}).
      */
     void withdraw(ProducerCommand.Withdraw w, long now) {
-        String creditId = asks.withdraw(w.askId(), now + state.config.reservationTimeout().toMillis());
+        String creditId;
+        try {
+            creditId = asks.withdraw(w.askId(), now + state.config.reservationTimeout().toMillis());
+        } catch (UnavailableException full) {
+            w.reply().completeExceptionally(full);
+            return;
+        }
         if (creditId == null) {
             w.reply().complete(false);
             return;

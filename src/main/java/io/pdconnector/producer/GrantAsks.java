@@ -24,6 +24,8 @@ public final class GrantAsks {
     public static final String ASK_ID_PATTERN = "[A-Za-z0-9._-]{1,64}";
     /** {@link #ASK_ID_PATTERN} in JSON Schema's dialect, anchored. */
     public static final String ASK_ID_SCHEMA_PATTERN = "^" + ASK_ID_PATTERN + "$";
+    /** The reason of a new grant's refusal when its ask id already made a grant P holds. */
+    public static final String ASK_ID_USED = "ask-id-used";
     /** Withdrawals of unseen asks P keeps at once: far more than an engine's failed batches in a timeout. */
     static final int MAX_TOMBSTONES = 4096;
 
@@ -49,8 +51,8 @@ public final class GrantAsks {
                     + " is made for it");
         }
         String credit = creditByAsk.get(askId);
-        return credit == null ? null : new StateConflictException(null, "ask " + askId + " already made grant "
-                + credit + ": an ask id names one ask");
+        return credit == null ? null : new StateConflictException(ASK_ID_USED, null, "ask " + askId + " already"
+                + " made grant " + credit + ": an ask id names one ask; withdraw it to give that grant back");
     }
 
     void made(String askId, String creditId) {
@@ -83,11 +85,6 @@ public final class GrantAsks {
     /** Drops every tombstone whose time is up. */
     void prune(long now) {
         tombstoneUntil.values().removeIf(until -> now >= until);
-    }
-
-    void clear() {
-        creditByAsk.clear();
-        tombstoneUntil.clear();
     }
 
     int tombstones() {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
+import io.pdconnector.error.UnavailableException;
 import io.pdconnector.producer.Commit;
 import io.pdconnector.producer.CreditGrant;
 import io.pdconnector.producer.ProducerFixture;
@@ -63,7 +64,9 @@ class GrantWithdrawalTest {
                 new Commit(lost.creditId(), "r", 4, blocks, lease.slot(), lease.nonce()))));
         CreditGrant next = ask(p, 1, 1, "engine-1.8");
         assertEquals(1, next.blockIds().length, "the engine's next ask is granted");
-        assertThrows(StateConflictException.class, () -> ask(p, 1, 1, "engine-1.8"), "an ask id names one ask");
+        StateConflictException again = assertThrows(StateConflictException.class, () -> ask(p, 1, 1, "engine-1.8"),
+                "an ask id names one ask");
+        assertEquals("ask-id-used", again.reason(), "the engine withdraws an ask that reached P twice");
         assertTrue(cluster.await(p.facade().submitReturn(next.creditId())));
         cluster.steps(2);
         cluster.assertNoLeak();
@@ -101,6 +104,23 @@ class GrantWithdrawalTest {
         assertEquals(granted, cluster.await(withdrawn), "true exactly when the ask had made a grant");
         cluster.steps(2);
         assertEquals(p.config().numBlocks(), p.snapshot().freeBlocks());
+        cluster.assertNoLeak();
+    }
+
+    /** Withdrawals of asks P never sees are kept, but not without bound: past it, that withdrawal alone is a 503. */
+    @Test
+    void aWithdrawalPCannotKeepIsRefusedAlone_andTheLoopGoesOn() {
+        ProducerFixture p = producer(1);
+        for (int i = 0; i < 4096; i++) {
+            assertFalse(cluster.await(p.facade().submitWithdraw("never-" + i)));
+        }
+        UnavailableException full = assertThrows(UnavailableException.class,
+                () -> cluster.await(p.facade().submitWithdraw("one-more")));
+        assertEquals("too-many-withdrawals", full.reason());
+        assertEquals(0, p.counters().requestsFailed.get(), "a refusal, not a failure of the step");
+        CreditGrant g = ask(p, 2, 1, "still-served");
+        assertTrue(cluster.await(p.facade().submitReturn(g.creditId())));
+        cluster.steps(2);
         cluster.assertNoLeak();
     }
 
