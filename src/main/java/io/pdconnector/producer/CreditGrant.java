@@ -1,5 +1,7 @@
 package io.pdconnector.producer;
 
+import io.pdconnector.protocol.KvTransferParams;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -21,6 +23,23 @@ public record CreditGrant(String creditId, int[] blockIds, List<GrantedLease> le
         leases = List.copyOf(leases);
         ranks = List.copyOf(ranks);
         paramsTemplate = Map.copyOf(paramsTemplate);
+    }
+
+    /** What one grant command added to {@code credit} ({@code blocks}, {@code placeholders}), as its answer. */
+    static CreditGrant of(ProducerState state, Credit credit, int[] blocks, List<Lease> placeholders, long now) {
+        List<GrantedLease> leases = placeholders.stream().map(l -> new GrantedLease(l.slot(), l.nonce())).toList();
+        var config = state.config;
+        Map<String, Object> template = new LinkedHashMap<>();
+        template.put("do_remote_prefill", true);
+        template.put("do_remote_decode", false);
+        template.put("remote_engine_id", config.engineId());
+        template.put("remote_host", config.host());
+        template.put("remote_port", config.port());
+        template.put("tp_size", config.tpSize());
+        template.put("transfer_mode", KvTransferParams.PULL);
+        return new CreditGrant(credit.id(), blocks, leases, credit.expiresAtMillis() - now,
+                state.ranks.getFirst().blockBytes(), state.ranks.stream().map(ProducerRank::region).toList(),
+                template);
     }
 
     @Override

@@ -121,7 +121,7 @@ final class Credits {
                     placeholder.moveTo(LeaseState.SLOT_WRITTEN);
                     placeholder.startWriting(Long.MAX_VALUE); // the grant's deadline governs it, not the reaper
                 }
-                g.command().reply().complete(grantOf(credit, g, now));
+                g.command().reply().complete(CreditGrant.of(state, credit, g.blocks(), g.placeholders(), now));
                 state.counters.creditsGranted.incrementAndGet();
             } catch (RuntimeException bug) {
                 LOG.errorf(bug, "grant %s failed in the step; it is taken back", credit.id());
@@ -303,22 +303,5 @@ final class Credits {
                     + " will be, so a decoder declines them");
         }
         return credit;
-    }
-
-    private CreditGrant grantOf(Credit credit, Granting added, long now) {
-        List<CreditGrant.GrantedLease> leases = added.placeholders().stream()
-                .map(l -> new CreditGrant.GrantedLease(l.slot(), l.nonce())).toList();
-        var config = state.config;
-        Map<String, Object> template = new LinkedHashMap<>();
-        template.put("do_remote_prefill", true);
-        template.put("do_remote_decode", false);
-        template.put("remote_engine_id", config.engineId());
-        template.put("remote_host", config.host());
-        template.put("remote_port", config.port());
-        template.put("tp_size", config.tpSize());
-        template.put("transfer_mode", KvTransferParams.PULL);
-        return new CreditGrant(credit.id(), added.blocks(), leases, credit.expiresAtMillis() - now,
-                state.ranks.getFirst().blockBytes(), state.ranks.stream().map(ProducerRank::region).toList(),
-                template);
     }
 }
