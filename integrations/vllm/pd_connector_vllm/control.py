@@ -21,7 +21,9 @@ gets the right bytes and P counts its read notification at the commit. A commit 
 engine died) ends with the grant: P zeroes its slots, then frees its blocks, and a late decoder declines.
 
 A batch whose answer never comes (P, or P's whole JVM, held up past the client's wait) may still be
-applied later. Its commits, aborts and returns are sent again, which P answers harmlessly. Its grant
+applied later. Its commits, aborts and returns are sent again; P refuses a commit it already applied (the
+request holds its lease, or its blocks are no longer the grant's), which is logged as such and not counted
+as a refused commit, since the params handed out for it are good. Its grant
 would be one the plugin never heard of, holding P's blocks until it expires, so every ask for a new
 grant carries an ``ask_id`` of the plugin's own, and the next batches ``withdraw`` it until P answers:
 P takes back the grant that ask made, or refuses the ask if it comes later still. An extension whose
@@ -112,6 +114,7 @@ class PdControl:
         self._aborts: list[str] = []
         self._returns: list[str] = []
         self._withdraw: list[str] = []  # ask ids of new-grant asks whose batch got no answer
+        self._resent: set[str] = set()  # request ids whose commit is sent again after a batch without answer
         self._ask_prefix = os.urandom(6).hex()  # ask ids are unique across plugin instances and restarts
         self._ask_numbers = itertools.count(1)
         self._withdraw_unread_warned = False
@@ -271,6 +274,7 @@ class PdControl:
                         "batch", e, len(body["commits"]), len(body["aborts"]))
             with self._cond:
                 self._commits[:0] = body["commits"]
+                self._resent.update(c["request_id"] for c in body["commits"])
                 self._aborts[:0] = body["aborts"]
                 self._returns[:0] = body["returns"]
                 self._withdraw[:0] = body.get("withdraw", [])
@@ -301,8 +305,10 @@ class PdControl:
                 if g is None or len(g["block_ids"]) < body["grant"]["blocks"]:
                     self._next_ask_at = self._clock() + 0.25  # P is short of free blocks: ask again later
             for result in answer.get("commits") or ():
+                resent = result.get("id") in self._resent
+                self._resent.discard(result.get("id"))
                 if result.get("status") != 200:
-                    self._refused(result, body)
+                    self._refused(result, body, resent)
             self._withdrawn(body.get("withdraw", []), answer)
             for result in answer.get("aborts") or ():
                 if result.get("status") not in (204, 404):
@@ -364,14 +370,20 @@ class PdControl:
         self._current = grant
         self._first_grant.set()
 
-    def _refused(self, result: dict[str, Any], body: dict[str, Any]) -> None:
+    def _refused(self, result: dict[str, Any], body: dict[str, Any], resent: bool) -> None:
+        # P words a commit to a grant it no longer holds "grant <id> is unknown" or "... is closed ..."
+        grant_closed = result.get("reason") == "wrong-state" and str(result.get("detail")).startswith("grant ")
+        if resent and not grant_closed:
+            log.warning("P request %s: its commit, sent again after a batch without answer, was refused (%s: %s): "
+                        "P applied it the first time", result.get("id"), result.get("reason"), result.get("detail"))
+            return
         self.stats.commits_refused += 1
         log.error("P request %s: pd-connector refused its commit (%s: %s); the decoder's pull of it is declined",
                   result.get("id"), result.get("reason"), result.get("detail"))
-        if result.get("reason") == "wrong-state":
+        if grant_closed:
             grant_id = next((c["grant_id"] for c in body["commits"] if c["request_id"] == result.get("id")), None)
             for g in self._grants:
-                if g.id == grant_id and "grant" in str(result.get("detail")):
+                if g.id == grant_id:
                     g.dead = True
 
     def _retire(self) -> None:

@@ -33,6 +33,7 @@ class ScriptedP:
         self.lose = None                 # a batch this matches (once) is applied, and its answer lost
         self.fail_withdrawals = 0        # this many batches carrying withdrawals fail unapplied
         self.by_ask = {}                 # ask id -> the grant it made
+        self.committed = set()           # request ids committed: P refuses a second commit of one
         self.lost = []                   # the answers lost
         self.twice = None                # a batch this matches (once) reaches P twice, the first answer lost
 
@@ -59,10 +60,13 @@ class ScriptedP:
     def _apply(self, body):
         answer = {"commits": [], "aborts": [], "returns": [], "withdrawn": []}
         for c in body.get("commits", []):
-            ok = c["grant_id"] in self.granted
+            ok = c["grant_id"] in self.granted and c["request_id"] not in self.committed
+            detail = (None if ok else f"request {c['request_id']} still holds a lease" if c["grant_id"] in self.granted
+                      else f"grant {c['grant_id']} is unknown")
             answer["commits"].append({"id": c["request_id"], "status": 200 if ok else 409,
-                                      "reason": None if ok else "wrong-state",
-                                      "detail": None if ok else f"grant {c['grant_id']} is unknown"})
+                                      "reason": None if ok else "wrong-state", "detail": detail})
+            if ok:
+                self.committed.add(c["request_id"])
         for a in body.get("aborts", []):
             answer["aborts"].append({"id": a, "status": 204})
         for r in body.get("returns", []):
@@ -249,6 +253,20 @@ def test_a_failed_batch_sends_its_commits_again():
     c.close(5)
 
 
+def test_a_commit_sent_again_after_a_lost_answer_and_refused_as_applied_is_no_refused_commit(caplog):
+    p = ScriptedP()
+    c = started(p)
+    bound = c.take(1)
+    p.lose = lambda b: bool(b.get("commits"))   # P applies the commit; its answer is lost
+    c.commit(bound, "applied-once", 4)
+    wait_until(lambda: len([b for b in p.bodies if b.get("commits")]) >= 2, "the commit sent again")
+    wait_until(lambda: "P applied it the first time" in caplog.text, "the second refusal logged as what it is")
+    assert c.stats.commits_refused == 0
+    assert not bound.grant.dead, "the grant is still used"
+    assert not c._resent, "nothing is remembered once P answered"
+    c.close(5)
+
+
 def test_a_grant_past_half_its_life_takes_no_new_request_and_goes_back_once_unused():
     clock = Clock()
     p = ScriptedP(ttl_ms=100_000)
@@ -336,11 +354,15 @@ def test_a_lost_extension_answer_retires_its_grant_which_goes_back_once_no_reque
 def test_with_no_free_blocks_p_is_not_asked_in_a_loop():
     p = ScriptedP(free_blocks=0)
     c = PdControl(p, 16, 8, verify=True)
+    started_at = time.monotonic()
     c.start()
     with pytest.raises(RuntimeError, match="granted no blocks"):
         c.wait_for_credit(1)
-    asked = len(p.bodies)
-    assert asked <= 8, f"{asked} grant requests in one second with nothing free"
+    # asks only (each empty grant's return is a batch of its own), against the time they had: a count per
+    # second of wall time failed on a loaded machine, where the wait above returns late
+    asked = sum(1 for b in list(p.bodies) if "grant" in b)
+    elapsed = time.monotonic() - started_at
+    assert asked <= elapsed / 0.25 + 2, f"{asked} grant requests in {elapsed:.2f} s with nothing free"
     c.close(5)
 
 

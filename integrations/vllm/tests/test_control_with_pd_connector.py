@@ -177,3 +177,38 @@ def test_a_grant_whose_answer_never_reached_the_plugin_does_not_keep_ps_blocks(t
         with urllib.request.urlopen(pd.url + "/q/metrics", timeout=10) as r:
             metrics = r.read().decode()
         assert "pd_credit_grants_withdrawn_total 1.0" in metrics, "the operator sees the withdrawn grant counted"
+
+
+class CommitAnswerLostOnce(PdClient):
+    """Sends the first batch that carries commits and drops its answer: P applied the commits, the plugin sends
+    them again."""
+
+    def __init__(self, url):
+        super().__init__(url)
+        self.lost = None
+
+    def batch(self, body):
+        answer = super().batch(body)
+        if self.lost is None and body.get("commits"):
+            self.lost = answer
+            raise PdError(0, "timeout", "batch: no answer within 10.0 s (the test dropped it)")
+        return answer
+
+
+def test_a_commit_sent_again_after_its_answer_was_lost_is_refused_as_applied_and_the_lease_stands(pd, caplog):
+    control = PdControl(CommitAnswerLostOnce(pd.url), 8, 8, verify=True)
+    control.start()
+    try:
+        control.wait_for_credit(10)
+        bound = control.take(1)
+        control.commit(bound, "commit-twice", T)
+        wait_until(lambda: "P applied it the first time" in caplog.text, "the commit sent again, refused as applied")
+        assert control._client.lost["commits"][0]["status"] == 200, "P applied the first one"
+        assert control.stats.commits_refused == 0, "its params are good: no refused commit"
+        assert p_lease_state(pd, "commit-twice") is not None, "the lease of the first commit stands"
+        assert not bound.grant.dead, "the grant is still used"
+        control.abort("commit-twice")
+        wait_until(lambda: p_lease_state(pd, "commit-twice") is None, "the lease aborted")
+    finally:
+        control.close(10)
+    wait_until(lambda: status(pd)["producer"]["blocks_in_use"] == 0, "every block back after close", 10)
