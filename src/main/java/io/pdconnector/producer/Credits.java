@@ -70,7 +70,7 @@ final class Credits {
                         + " open (unknown, returned, expired or being extended): ask for a new grant"));
                 continue;
             }
-            StateConflictException askRefused = credit == null ? asks.refusal(g.askId()) : null;
+            StateConflictException askRefused = credit == null ? asks.refusal(g.askId(), madeBy(g.askId())) : null;
             if (askRefused != null) {
                 g.reply().completeExceptionally(askRefused);
                 continue;
@@ -84,7 +84,6 @@ final class Credits {
                 String id = "g" + state.nonces.epoch() + "-" + (++granted);
                 credit = new Credit(id, g.askId(), now + state.config.reservationTimeout().toMillis());
                 byId.put(id, credit);
-                asks.made(g.askId(), id);
             }
             int blocks = Math.min(g.blocks(), state.blocks.freeCount());
             int[] ids = blocks == 0 ? new int[0] : state.blocks.allocate(blocks);
@@ -210,21 +209,33 @@ final class Credits {
      * false at once and refused if it comes within the reservation timeout ({@link GrantAsks}).
      */
     void withdraw(ProducerCommand.Withdraw w, long now) {
-        String creditId;
-        try {
-            creditId = asks.withdraw(w.askId(), now + state.config.reservationTimeout().toMillis());
-        } catch (UnavailableException full) {
-            w.reply().completeExceptionally(full);
+        Credit made = madeBy(w.askId());
+        if (made == null) {
+            try {
+                asks.keepWithdrawal(w.askId(), now + state.config.reservationTimeout().toMillis());
+                w.reply().complete(false);
+            } catch (UnavailableException full) {
+                w.reply().completeExceptionally(full);
+            }
             return;
         }
-        if (creditId == null) {
-            w.reply().complete(false);
-            return;
-        }
-        if (!byId.get(creditId).closing()) {
+        if (!made.closing()) {
             state.counters.creditsWithdrawn.incrementAndGet();
         }
-        giveBack(new ProducerCommand.ReturnCredit(creditId, w.reply()));
+        giveBack(new ProducerCommand.ReturnCredit(made.id(), w.reply()));
+    }
+
+    /** The grant held that the ask {@code askId} made, or null; grants are few, and asks rare. */
+    private Credit madeBy(String askId) {
+        if (askId == null) {
+            return null;
+        }
+        for (Credit credit : byId.values()) {
+            if (askId.equals(credit.askId())) {
+                return credit;
+            }
+        }
+        return null;
     }
 
     /** Keeps a read notification that names no lease but a granted nonce, for the commit that will follow. */
@@ -267,7 +278,6 @@ final class Credits {
                 state.blocks.free(credit.blockIds());
                 credit.dropBlocks();
                 byId.remove(credit.id());
-                asks.forget(credit.askId());
                 n++;
             }
         }

@@ -3,7 +3,6 @@ package io.pdconnector.producer;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UnavailableException;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -13,8 +12,8 @@ import java.util.regex.Pattern;
  * it (its batch timed out while P's loop, or P's whole JVM, was held up, and P granted afterwards). Without
  * them such a grant would hold its blocks, unseen by anyone, until its expiry. Owned by the step loop.
  *
- * <p>An ask id maps to the grant it made while that grant is in {@link Credits}. A withdrawal of an ask P
- * has not seen (it is still on its way, or it never comes) leaves a tombstone, and an ask that arrives
+ * <p>The grant an ask made carries its ask id ({@link Credit#askId}) while it is in {@link Credits}. A
+ * withdrawal of an ask P has not seen (it is still on its way, or it never comes) leaves a tombstone, and an ask that arrives
  * while its tombstone stands is refused. A tombstone stands for the reservation timeout: an ask later than
  * that would make a grant no longer-lived than the tombstone was, the same bound as without withdrawals.
  */
@@ -31,7 +30,6 @@ public final class GrantAsks {
 
     private static final Pattern VALID = Pattern.compile(ASK_ID_PATTERN);
 
-    private final Map<String, String> creditByAsk = new HashMap<>();
     private final Map<String, Long> tombstoneUntil = new LinkedHashMap<>();
 
     static String require(String askId) {
@@ -41,8 +39,11 @@ public final class GrantAsks {
         return askId;
     }
 
-    /** Why a new grant for {@code askId} may not be made, or null (no ask id, or one neither used nor withdrawn). */
-    StateConflictException refusal(String askId) {
+    /**
+     * Why a new grant for {@code askId} may not be made, or null (no ask id, or one neither used nor withdrawn);
+     * {@code madeBy} is the grant P holds that this ask id made, or null.
+     */
+    StateConflictException refusal(String askId, Credit madeBy) {
         if (askId == null) {
             return null;
         }
@@ -50,36 +51,17 @@ public final class GrantAsks {
             return new StateConflictException(null, "ask " + askId + " was withdrawn before it reached P: no grant"
                     + " is made for it");
         }
-        String credit = creditByAsk.get(askId);
-        return credit == null ? null : new StateConflictException(ASK_ID_USED, null, "ask " + askId + " already"
-                + " made grant " + credit + ": an ask id names one ask; withdraw it to give that grant back");
+        return madeBy == null ? null : new StateConflictException(ASK_ID_USED, null, "ask " + askId + " already"
+                + " made grant " + madeBy.id() + ": an ask id names one ask; withdraw it to give that grant back");
     }
 
-    void made(String askId, String creditId) {
-        if (askId != null) {
-            creditByAsk.put(askId, creditId);
-        }
-    }
-
-    /** The grant {@code askId} made, still held, or null after leaving a tombstone (refused when full). */
-    String withdraw(String askId, long untilMillis) {
-        String credit = creditByAsk.get(askId);
-        if (credit != null) {
-            return credit;
-        }
+    /** The withdrawal of an ask P has not seen (yet): refused when {@link #MAX_TOMBSTONES} are kept. */
+    void keepWithdrawal(String askId, long untilMillis) {
         if (!tombstoneUntil.containsKey(askId) && tombstoneUntil.size() >= MAX_TOMBSTONES) {
             throw new UnavailableException("too-many-withdrawals", "P keeps " + MAX_TOMBSTONES + " withdrawals of"
                     + " asks it has not seen; each goes at the reservation timeout; withdraw " + askId + " later");
         }
         tombstoneUntil.put(askId, untilMillis);
-        return null;
-    }
-
-    /** The grant left {@link Credits}: its ask id may be forgotten. */
-    void forget(String askId) {
-        if (askId != null) {
-            creditByAsk.remove(askId);
-        }
     }
 
     /** Drops every tombstone whose time is up. */

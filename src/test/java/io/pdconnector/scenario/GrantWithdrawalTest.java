@@ -45,6 +45,13 @@ class GrantWithdrawalTest {
         return cluster.await(p.facade().submitGrant(blocks, leases, null, askId));
     }
 
+    /** The engine returns a grant it holds; a step later P holds nothing. */
+    private void returnAndFindNothingHeld(ProducerFixture p, CreditGrant g) {
+        assertTrue(cluster.await(p.facade().submitReturn(g.creditId())));
+        cluster.steps(2);
+        cluster.assertNoLeak();
+    }
+
     @Test
     void aWithdrawalAfterTheGrant_takesItBack_slotsZeroedFirst_andACommitToItIsRefused() {
         ProducerFixture p = producer(2);
@@ -67,9 +74,7 @@ class GrantWithdrawalTest {
         StateConflictException again = assertThrows(StateConflictException.class, () -> ask(p, 1, 1, "engine-1.8"),
                 "an ask id names one ask");
         assertEquals("ask-id-used", again.reason(), "the engine withdraws an ask that reached P twice");
-        assertTrue(cluster.await(p.facade().submitReturn(next.creditId())));
-        cluster.steps(2);
-        cluster.assertNoLeak();
+        returnAndFindNothingHeld(p, next);
     }
 
     /** The withdrawal overtook its ask (another connection, or the ask still queued): the ask is refused. */
@@ -87,9 +92,7 @@ class GrantWithdrawalTest {
         cluster.steps(1);
         CreditGrant later = ask(p, 4, 1, "late-ask");
         assertEquals(4, later.blockIds().length, "an ask later than a grant would live is no longer refused");
-        assertTrue(cluster.await(p.facade().submitReturn(later.creditId())));
-        cluster.steps(2);
-        cluster.assertNoLeak();
+        returnAndFindNothingHeld(p, later);
     }
 
     /** Both ask and withdrawal queued for the same step, the withdrawal second: the grant is made, then taken back. */
@@ -119,9 +122,7 @@ class GrantWithdrawalTest {
         assertEquals("too-many-withdrawals", full.reason());
         assertEquals(0, p.counters().requestsFailed.get(), "a refusal, not a failure of the step");
         CreditGrant g = ask(p, 2, 1, "still-served");
-        assertTrue(cluster.await(p.facade().submitReturn(g.creditId())));
-        cluster.steps(2);
-        cluster.assertNoLeak();
+        returnAndFindNothingHeld(p, g);
     }
 
     @Test
@@ -134,9 +135,7 @@ class GrantWithdrawalTest {
         CreditGrant g = ask(p, 1, 1, "first");
         assertThrows(InvalidInputException.class, () -> p.facade().submitGrant(1, 1, g.creditId(), "ext"),
                 "an extension is taken back by returning its grant, not by an ask id");
-        assertTrue(cluster.await(p.facade().submitReturn(g.creditId())));
-        cluster.steps(2);
+        returnAndFindNothingHeld(p, g);
         assertEquals(p.config().numBlocks(), p.snapshot().freeBlocks());
-        cluster.assertNoLeak();
     }
 }
