@@ -3,6 +3,7 @@ package io.pdconnector.producer;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.StateConflictException;
 import io.pdconnector.error.UnavailableException;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -61,12 +62,19 @@ public final class GrantAsks {
             throw new UnavailableException("too-many-withdrawals", "P keeps " + MAX_TOMBSTONES + " withdrawals of"
                     + " asks it has not seen; each goes at the reservation timeout; withdraw " + askId + " later");
         }
+        tombstoneUntil.remove(askId); // a renewed one moves to the end: the map stays in order of time
         tombstoneUntil.put(askId, untilMillis);
     }
 
-    /** Drops every tombstone whose time is up. */
+    /**
+     * Drops every tombstone whose time is up. Runs every step: each lasts the same timeout from when it was
+     * kept, so the map is in order of time and only the ones due are looked at.
+     */
     void prune(long now) {
-        tombstoneUntil.values().removeIf(until -> now >= until);
+        Iterator<Long> until = tombstoneUntil.values().iterator();
+        while (until.hasNext() && now >= until.next()) {
+            until.remove();
+        }
     }
 
     int tombstones() {
