@@ -93,7 +93,10 @@ class HookTimer:
         return result, time.perf_counter_ns() - t0
 
 
-def run(requests: int, per_step: int, timer: HookTimer) -> list[float]:
+HOOKS = ("share", "alloc", "plan", "finish")
+
+
+def run(requests: int, per_step: int, timer: HookTimer, by_hook: dict[str, list[float]] | None = None) -> list[float]:
     control = PdControl(InstantP(), 4096, 4096, verify=True)
     control.start()
     control.wait_for_credit(10)
@@ -107,6 +110,9 @@ def run(requests: int, per_step: int, timer: HookTimer) -> list[float]:
             _, matched_ns = timer.timed(sched.get_num_new_matched_tokens, r, 0)
             _, alloc_ns = timer.timed(sched.update_state_after_alloc, r, [1, 2, 3], [], 0)
             spent[r.request_id] = matched_ns + alloc_ns
+            if by_hook is not None:
+                by_hook["share"].append(matched_ns / 1e6)
+                by_hook["alloc"].append(alloc_ns / 1e6)
         # build_connector_meta(): the step's plan, shared by its requests
         _, plan_ns = timer.timed(sched.build_plan, {r.request_id: 300 for r in reqs}, lambda rid: [1, 2, 3])
         share = plan_ns / per_step
@@ -115,6 +121,9 @@ def run(requests: int, per_step: int, timer: HookTimer) -> list[float]:
             r.status = Status.FINISHED_LENGTH_CAPPED
             (_, params), finished_ns = timer.timed(sched.request_finished, r)
             spent[r.request_id] += finished_ns + share
+            if by_hook is not None:
+                by_hook["plan"].append(share / 1e6)
+                by_hook["finish"].append(finished_ns / 1e6)
             assert params is not None, "a request got no params: the credit ran dry"
         times += [v / 1e6 for v in spent.values()]
     control.close(10)
@@ -130,10 +139,12 @@ def main(argv):
     timer = HookTimer(args.cold)
     for per_step in (int(x) for x in args.per_step.split(",")):
         run(min(2000, args.requests), per_step, timer)  # warm-up
-        t = sorted(run(args.requests, per_step, timer))
-        q = lambda p: t[min(len(t) - 1, int(p / 100 * len(t)))]  # noqa: E731
+        by_hook = {h: [] for h in HOOKS}
+        t = sorted(run(args.requests, per_step, timer, by_hook))
+        q = lambda v, p: v[min(len(v) - 1, int(p / 100 * len(v)))]  # noqa: E731
+        hooks = ", ".join(f"{h} {q(sorted(v), 50):.4f}" for h, v in by_hook.items())
         print(f"{per_step:>3} requests per step: {len(t)} requests, scheduler thread per request "
-              f"p50 {q(50):.4f} ms, p99 {q(99):.4f} ms, max {t[-1]:.3f} ms")
+              f"p50 {q(t, 50):.4f} ms, p99 {q(t, 99):.4f} ms, max {t[-1]:.3f} ms; p50 by hook: {hooks}")
     return 0
 
 

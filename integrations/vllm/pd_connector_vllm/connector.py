@@ -57,6 +57,7 @@ from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .control import PdControl
 from .cpu_tiles import request_amx_tiles
 from .parallel import Parallelism, tp_rank
+from .params import wants_remote_decode
 from .scheduler import PdScheduler
 from .specs import StepPlan
 from .worker import PdWorker
@@ -277,6 +278,9 @@ class PdConnector(KVConnectorBase_V1):
 
     def update_state_after_alloc(self, request: "Request", blocks: "KVCacheBlocks", num_external_tokens: int):
         assert self._scheduler is not None
+        if wants_remote_decode(request.kv_transfer_params):  # P reads vLLM's block ids at the plan, not here
+            self._scheduler.update_state_after_alloc(request, [], [], num_external_tokens)
+            return
         (block_ids,) = blocks.get_block_ids()
         unhashed = blocks.get_unhashed_block_ids() if num_external_tokens > 0 else []
         self._scheduler.update_state_after_alloc(request, block_ids, unhashed, num_external_tokens)

@@ -24,7 +24,7 @@ log = logging.getLogger("vllm.pd_connector")
 FINISHED_NORMALLY = ("FINISHED_STOPPED", "FINISHED_LENGTH_CAPPED")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Produced:
     """A P request from its first allocation to request_finished."""
 
@@ -33,7 +33,8 @@ class _Produced:
     planned: bool = False
     bound: Bound | None = None
     waiting_since: float = 0.0
-    # its time on the scheduler thread, by hook: its share of the grant, the allocation, the step's plan, the finish
+    # its time on the scheduler thread, by hook: its share of the grant, the allocation, the plan of each step that
+    # scheduled it (its own take, and an even part of the rest of that step's plan), the finish
     share_ns: int = 0
     alloc_ns: int = 0
     plan_ns: int = 0
@@ -64,22 +65,21 @@ class PdScheduler:
         up to ``credit_wait_s``, after which it runs without params (its decoder prefills it)."""
         if wants_remote_decode(request.kv_transfer_params):
             start = time.perf_counter_ns()
-            ready = self._share_for(request)
             produced = self._producing.get(request.request_id)
-            if produced is not None:
-                produced.share_ns += time.perf_counter_ns() - start
+            if produced is None:
+                produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
+                self._producing[request.request_id] = produced
+            ready = self._share_for(produced)
+            produced.share_ns += time.perf_counter_ns() - start
             return (0, False) if ready else (None, False)
         if not wants_remote_prefill(request.kv_transfer_params):
             return 0, False
         count = len(request.prompt_token_ids or ()) - num_computed_tokens
         return (count, True) if count > 0 else (0, False)
 
-    def _share_for(self, request: Any) -> bool:
+    def _share_for(self, produced: _Produced) -> bool:
         """Whether the P request may be scheduled now: it holds its share of a grant, or it waited long enough."""
-        produced = self._producing.get(request.request_id)
-        if produced is None:
-            produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
-            self._producing[request.request_id] = produced
+        request = produced.request
         if produced.bound is not None or self._control is None or produced.planned:
             return True
         n_blocks = -(-request.num_prompt_tokens // self._block_size)
@@ -123,20 +123,33 @@ class PdScheduler:
                    block_ids_of: Callable[[str], list[int]]) -> StepPlan:
         """The step's saves (P requests whose prompt's last token is computed in this step: they take
         granted blocks now, and the worker copies into them after this step's forward), loads and
-        releases; clears them for the next step."""
+        releases; clears them for the next step.
+
+        The plan's time is the P requests': each take is its own request's, and the rest of the step's plan (the
+        walk over the requests in flight) is shared evenly by the P requests this step schedules."""
+        start = time.perf_counter_ns()
+        in_step: list[_Produced] = []
+        taken_ns = 0
         for req_id, produced in self._producing.items():
             scheduled = num_scheduled_tokens.get(req_id)
             if scheduled is None or produced.planned:
                 continue
+            in_step.append(produced)
             req = produced.request
             if req.num_computed_tokens + scheduled < req.num_prompt_tokens:
                 continue
-            start = time.perf_counter_ns()
+            take_start = time.perf_counter_ns()
             spec = self._take(produced, block_ids_of(req_id))
             if spec is not None:
                 self._plan.saves.append(spec)
-            produced.plan_ns += time.perf_counter_ns() - start
+            take_ns = time.perf_counter_ns() - take_start
+            produced.plan_ns += take_ns
+            taken_ns += take_ns
         plan, self._plan = self._plan, StepPlan()
+        if in_step:
+            each = (time.perf_counter_ns() - start - taken_ns) // len(in_step)
+            for produced in in_step:
+                produced.plan_ns += each
         return plan
 
     def _take(self, produced: _Produced, vllm_blocks: list[int]) -> SaveSpec | None:
@@ -201,7 +214,7 @@ class PdScheduler:
         if not produced.planned:  # ended before the step that completes its prompt: nothing was copied
             self._control.give_back(bound)
             return None
-        status = getattr(request.status, "name", str(request.status))
+        status = getattr(request.status, "name", None) or str(request.status)
         if status not in FINISHED_NORMALLY or not self._control.usable(bound):
             self._control.give_back(bound)
             if status in FINISHED_NORMALLY:

@@ -115,3 +115,23 @@ def test_vllms_blocks_become_the_plans_block_ids_on_both_sides():
     assert load.vllm_blocks == [5, 6] and load.first_pd_block == 1
     (save,) = meta.plan.saves
     assert save.vllm_blocks == [7, 8, 9] and save.pd_blocks == [40, 41, 42]
+
+
+class UnreadBlocks(Blocks):
+    def get_block_ids(self):
+        raise AssertionError("a P request's allocation read vLLM's block ids")
+
+    def get_unhashed_block_ids(self):
+        raise AssertionError("a P request's allocation read vLLM's block ids")
+
+
+def test_a_p_requests_allocation_costs_the_scheduler_thread_no_read_of_vllms_blocks():
+    """P copies from the blocks vLLM holds at the step's plan; reading them at the allocation too was time on
+    vLLM's scheduler thread that the request's timing line did not count."""
+    control = FakeControl()
+    c = bare(_scheduler=PdScheduler(control, 4), _kv_cache_manager=Manager())
+    p_req = FakeRequest("p1", list(range(10)), {"do_remote_decode": True})
+    assert c.get_num_new_matched_tokens(p_req, 0) == (0, False)
+    c.update_state_after_alloc(p_req, UnreadBlocks([Block(7), Block(8), Block(9)]), 0)
+    (save,) = c.build_connector_meta(Output({"p1": 10})).plan.saves
+    assert save.vllm_blocks == [7, 8, 9]

@@ -115,6 +115,35 @@ def test_each_p_requests_timing_line_splits_its_scheduler_thread_time_by_hook(ca
     assert share >= 3.0, f"the slow take is counted in the share: {line}"
 
 
+class SlowToCount(FakeRequest):
+    """A request whose computed tokens take vLLM 2 ms to read: the step's plan, beyond any take, is slow."""
+
+    @property
+    def num_computed_tokens(self):
+        time.sleep(0.002)
+        return self._computed
+
+    @num_computed_tokens.setter
+    def num_computed_tokens(self, n):
+        self._computed = n
+
+
+def test_the_plan_of_a_step_that_only_schedules_a_chunk_of_the_prompt_counts_in_the_requests_time(caplog):
+    s = PdScheduler(FakeControl(), BS, timing_level=logging.INFO)
+    req = SlowToCount("cmpl-2-0-abcd", list(range(10)), {"do_remote_decode": True})
+    assert s.get_num_new_matched_tokens(req, 0) == (0, False)
+    s.update_state_after_alloc(req, [1, 2, 3], [], 0)
+    assert s.build_plan({req.request_id: 8}, lambda rid: [1, 2, 3]).saves == []   # a chunk: no take
+    req.num_computed_tokens = 8
+    assert len(s.build_plan({req.request_id: 2}, lambda rid: [1, 2, 3]).saves) == 1
+    req.num_computed_tokens, req.status = 10, Status.FINISHED_LENGTH_CAPPED
+    with caplog.at_level(logging.INFO, logger="vllm.pd_connector"):
+        assert s.request_finished(req)[1] is not None
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"P request {req.request_id}:")]
+    plan = float(timing_lines.SCHED_SPLIT.search(line).group(3))
+    assert plan >= 4.0, f"both steps' plans (2 ms each reading the request) are the request's: {line}"
+
+
 def test_p_request_aborted_after_its_save_gives_its_share_back_and_returns_no_params():
     s, control = producer()
     req = p_request()
