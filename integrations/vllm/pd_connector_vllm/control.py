@@ -195,14 +195,17 @@ class PdControl:
         with self._lock:
             bound.grant.outstanding -= 1
             self._commits.append(item)
-            if not self._polling:  # a polling control thread finds it within _POLL_S
-                self._cond.notify()
+            self._wake_unless_polling()
 
     def abort(self, pd_id: str) -> None:
         with self._lock:
             self._aborts.append(pd_id)
-            if not self._polling:
-                self._cond.notify()
+            self._wake_unless_polling()
+
+    def _wake_unless_polling(self) -> None:
+        """Called with the lock held after queueing work: a polling control thread finds it within _POLL_S."""
+        if not self._polling:
+            self._cond.notify()
 
     @property
     def polling(self) -> bool:

@@ -65,10 +65,7 @@ class PdScheduler:
         up to ``credit_wait_s``, after which it runs without params (its decoder prefills it)."""
         if wants_remote_decode(request.kv_transfer_params):
             start = time.perf_counter_ns()
-            produced = self._producing.get(request.request_id)
-            if produced is None:
-                produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
-                self._producing[request.request_id] = produced
+            produced = self._producing.get(request.request_id) or self._track(request)
             ready = self._share_for(produced)
             produced.share_ns += time.perf_counter_ns() - start
             return (0, False) if ready else (None, False)
@@ -76,6 +73,12 @@ class PdScheduler:
             return 0, False
         count = len(request.prompt_token_ids or ()) - num_computed_tokens
         return (count, True) if count > 0 else (0, False)
+
+    def _track(self, request: Any) -> _Produced:
+        """A P request's record, from the first hook that sees it to request_finished."""
+        produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
+        self._producing[request.request_id] = produced
+        return produced
 
     def _share_for(self, produced: _Produced) -> bool:
         """Whether the P request may be scheduled now: it holds its share of a grant, or it waited long enough."""
@@ -99,10 +102,8 @@ class PdScheduler:
         params = request.kv_transfer_params
         if wants_remote_decode(params):
             start = time.perf_counter_ns()
-            produced = self._producing.get(request.request_id)
-            if produced is None:  # vLLM asks for the share first; were it not to, the request is tracked from here
-                produced = _Produced(request, pd_request_id(request.request_id), waiting_since=self._clock())
-                self._producing[request.request_id] = produced
+            # vLLM asks for the share first; were it not to, the request is tracked from here
+            produced = self._producing.get(request.request_id) or self._track(request)
             produced.alloc_ns += time.perf_counter_ns() - start
             return
         if not wants_remote_prefill(params):
