@@ -59,7 +59,7 @@ final class SlotChecker {
             if (batch.isEmpty()) {
                 return 0;
             }
-            if (!post(channel, batch, now)) {
+            if (!post(channel, batch)) {
                 return 1;
             }
         }
@@ -92,7 +92,7 @@ final class SlotChecker {
         return batch;
     }
 
-    private boolean post(SlotChannel channel, List<Pull> batch, long now) {
+    private boolean post(SlotChannel channel, List<Pull> batch) {
         int[] local = new int[batch.size()];
         int[] remote = new int[batch.size()];
         for (int i = 0; i < batch.size(); i++) {
@@ -102,7 +102,8 @@ final class SlotChecker {
         channel.clearLanding(batch.size());
         try {
             ReadRequest read = channel.reader().agent().postRead(channel.local(), local, channel.remote(), remote, null);
-            channel.inFlight(new SlotRead(read, List.copyOf(batch), now));
+            // timed from when the post returned, not from the step's start: a post that hung must not use up the READ's time
+            channel.inFlight(new SlotRead(read, List.copyOf(batch), state.clock.millis()));
             state.counters.slotReads.incrementAndGet();
             return true;
         } catch (TransferException e) {

@@ -226,6 +226,7 @@ public final class RecordingEngine implements TransferEngine {
                 byte[] notification) {
             ReadKind kind = kinds.get(remote);
             gates.crashIfDue(Gates.At.POST, kind, remote.owner());
+            gates.hangIfDue(kind, remote.owner());
             ReadRequest r = inner.postRead(local, li, remote, ri, notification);
             reads.put(r, kind);
             events.add("post " + kind.word() + " " + name() + "->" + remote.owner() + " n=" + li.length
