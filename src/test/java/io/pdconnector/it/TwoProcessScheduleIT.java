@@ -320,8 +320,11 @@ class TwoProcessScheduleIT {
             return received;
         }
         received++;
-        Attempt second = prefill(r, id, false); // refused while a late read notification keeps the first held
         Thread.sleep(NOTICE_DELAY.toMillis() + 50);
+        // after the wait, so that its lease of LEASE is not spent on it; the first's late copies are due but not
+        // sent yet (D sends them at its next call into its agent, the poke's pull), and one that is a read
+        // notification still keeps the first held, so this prefill is refused then
+        Attempt second = prefill(r, id, false);
         Attempt poke = prefill(r, id + "-poke", false);
         if (poke != null && judge(poke, d.pull(nextPullId(), poke.tokens(), poke.params())).equals("received")) {
             received++;
