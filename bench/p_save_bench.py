@@ -9,7 +9,9 @@ evicted before each copy (64 MiB copied), as a forward leaves them.
 
     <vLLM venv>/bin/python bench/p_save_bench.py [--geometry tiny,qwen] [--prompts 300,800,4096] [--n 200]
 
-Rows: ``numpy`` and ``torch`` into the same blocks each time (pages touched before: a file in use); ``fresh
+Rows: ``numpy`` and ``torch`` into the same blocks each time (pages touched before: a file in use), and ``views
+once``, numpy with the caches' and the file's numpy views made once (``layout.CopyViews``, as the plugin copies)
+where the ``numpy`` row makes them for each copy; ``fresh
 populated``, ``fresh numpy`` and ``fresh torch`` into new blocks each time of fallocated files in /dev/shm as
 pd-connector makes them (at most 1 GiB each, so fewer copies for large prompts). vLLM-shaped CPU caches hold the
 source, the prompt's blocks scattered as vLLM's allocator hands them out after a while (every other block).
@@ -88,9 +90,14 @@ def run(name: str, tokens: int, n: int, work: Path) -> dict:
         if kind == "fresh populated" and not files.populator(path).wait(120):
             raise RuntimeError(f"{path} was not populated within 120 s (kernel without MADV_POPULATE_WRITE?)")
         mappings.append(files)
-    dst["torch"] = dst["numpy"]
-    copies = {"numpy": write_pd_blocks, "torch": by_torch, "fresh populated": write_pd_blocks,
-              "fresh numpy": write_pd_blocks, "fresh torch": by_torch}
+    dst["torch"] = dst["views once"] = dst["numpy"]
+    views = layout.CopyViews(caches)   # as the plugin's FileKv holds them, made once at registration
+
+    def views_once(layers, vllm_blocks, file, pd_blocks) -> None:
+        write_pd_blocks(layers, vllm_blocks, file, pd_blocks, views=views)
+
+    copies = {"numpy": write_pd_blocks, "views once": views_once, "torch": by_torch,
+              "fresh populated": write_pd_blocks, "fresh numpy": write_pd_blocks, "fresh torch": by_torch}
     evict_src, evict_dst = np.ones(8 << 20), np.zeros(8 << 20)   # 64 MiB each way
     times = {kind: [] for kind in copies}
     for i in range(n + 10):
@@ -117,10 +124,12 @@ def run(name: str, tokens: int, n: int, work: Path) -> dict:
     for kind, xs in times.items():
         row[kind] = {"p50": statistics.median(xs), "p90": pct(xs, 0.9)}
     row["numpy_vs_torch_p50"] = row["numpy"]["p50"] / row["torch"]["p50"]
+    row["views_once_vs_numpy_p50"] = row["views once"]["p50"] / row["numpy"]["p50"]
     row["fresh_populated_vs_fresh_torch_p50"] = row["fresh populated"]["p50"] / row["fresh torch"]["p50"]
     print(f"{name:5s} {tokens:5d} tok {mib:6.2f} MiB | " + " | ".join(
         f"{kind} {row[kind]['p50']:.3f} / {row[kind]['p90']:.3f}" for kind in copies)
-        + f" | numpy / torch {row['numpy_vs_torch_p50']:.2f}, fresh populated / fresh torch "
+        + f" | numpy / torch {row['numpy_vs_torch_p50']:.2f}, views once / numpy "
+        f"{row['views_once_vs_numpy_p50']:.2f}, fresh populated / fresh torch "
         f"{row['fresh_populated_vs_fresh_torch_p50']:.2f} (fresh rows: {fresh_n} copies)", flush=True)
     return row
 

@@ -26,7 +26,7 @@ import torch
 
 from .gpu_layout import BlockCopier, resolve_layout
 from .gpu_pool import GpuPoolError, IpcPool, LibCuda
-from .layout import KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
+from .layout import CopyViews, KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
 
 
 class FileKv:
@@ -36,6 +36,7 @@ class FileKv:
         self._layers = list(layers)
         self._g = g
         self._files = KvFiles()
+        self._views = CopyViews(self._layers)
 
     def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int],
              only_layers: Sequence[int] | None = None) -> None:
@@ -43,7 +44,7 @@ class FileKv:
             raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
                                "this plugin writes through the shared file only")
         dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
-        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks, only_layers)
+        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks, only_layers, self._views)
 
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
              epoch: int | None = None) -> str | None:
@@ -57,9 +58,9 @@ class FileKv:
             src, epochs = self._files.blocks(path, int(region_bytes), self._g, self._layers[0].dtype), None
         else:
             src, epochs = self._files.blocks_and_epochs(path, int(region_bytes), self._g, self._layers[0].dtype)
-        if any(b < 0 or b >= src.shape[0] for b in pd_blocks):
+        if pd_blocks and (min(pd_blocks) < 0 or max(pd_blocks) >= src.shape[0]):
             return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}"
-        read_pd_blocks(src, self._layers, vllm_blocks, pd_blocks)
+        read_pd_blocks(src, self._layers, vllm_blocks, pd_blocks, self._views)
         if epochs is not None:
             # After the copy, in program order: x86-64 keeps loads in order, so an epoch read here that is
             # still the pull's was read after every byte the copy read, and D stamps before it writes.
@@ -74,6 +75,7 @@ class FileKv:
         return "pd-connector's KV file (host memory)"
 
     def close(self) -> None:
+        self._views.forget_file()
         self._files.close()
 
 

@@ -120,30 +120,31 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
 
 
 def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: torch.Tensor,
-                    pd_blocks: list[int], only_layers: Sequence[int] | None = None) -> None:
+                    pd_blocks: list[int], only_layers: Sequence[int] | None = None,
+                    views: CopyViews | None = None) -> None:
     """Copies vLLM blocks into pd-connector blocks ``dst[pd_blocks]`` (dst: (N, L, 2, H, T, D), e.g. P's whole KV
     file), as :func:`read_pd_blocks` copies the other way; with ``only_layers``, those layers' planes alone (P's
     copy beside the forward copies each layer once it is written). By torch, one ``copy_`` per block and layer, it
     took 1.5-2x as long (``bench/p_save_bench.py``)."""
-    _copy_blocks(dst, layers, vllm_blocks, pd_blocks, to_file=True, only_layers=only_layers)
+    _copy_blocks(dst, layers, vllm_blocks, pd_blocks, to_file=True, only_layers=only_layers, views=views)
 
 
 def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
-                   pd_blocks: list[int] | None = None) -> None:
+                   pd_blocks: list[int] | None = None, views: CopyViews | None = None) -> None:
     """Copies pd-connector blocks into vLLM's blocks, in order: ``src[pd_blocks[i]]`` (src: (N, L, 2, H, T, D),
     e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``."""
     _copy_blocks(src, layers, vllm_blocks, list(range(len(vllm_blocks))) if pd_blocks is None else pd_blocks,
-                 to_file=False)
+                 to_file=False, views=views)
 
 
 def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int], pd_blocks: list[int],
-                 to_file: bool, only_layers: Sequence[int] | None = None) -> None:
+                 to_file: bool, only_layers: Sequence[int] | None = None, views: "CopyViews | None" = None) -> None:
     """vLLM block ``vllm_blocks[i]`` to or from pd-connector block ``file[pd_blocks[i]]``, in place, no gather
     into a temporary: for each run of blocks consecutive on both sides, one strided copy per layer, done by
     numpy on the calling thread (the planes are contiguous, so it runs at memcpy speed). torch's ``copy_``
     would fork into the process's OpenMP pool, which vLLM's forward pass uses: on a busy 2-core host that made
     the same copy 3-20x slower. Tensors numpy cannot view (not contiguous, not in host memory) are copied by
-    torch, one block and layer at a time."""
+    torch, one block and layer at a time. ``views``: the numpy views made once for these tensors (else made here)."""
     pd_blocks = [int(b) for b in pd_blocks]
     vllm_blocks = [int(b) for b in vllm_blocks]
     if len(pd_blocks) != len(vllm_blocks):
@@ -151,9 +152,11 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
     chosen = range(len(layers)) if only_layers is None else [int(l) for l in only_layers]
     if any(l < 0 or l >= len(layers) for l in chosen):
         raise ValueError(f"layers {list(chosen)} outside the {len(layers)} registered")
-    file_np = _numpy_view(file, file.shape)
-    planes = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
-    if file_np is None or any(p is None for p in planes):
+    if views is None:
+        views = CopyViews(layers)
+    file_np = views.file(file)
+    planes = views.planes
+    if file_np is None or planes is None:
         for pb, vb in zip(pd_blocks, vllm_blocks):
             for l in chosen:
                 t = layers[l]
@@ -174,8 +177,34 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
 
 def numpy_copies(layers: list[torch.Tensor]) -> bool:
     """Whether the copies to and from these caches go by numpy (else by torch, block by block)."""
-    return all(_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) is not None
-               for t in layers) if layers and all(t.dim() == 4 for t in layers) else False
+    return CopyViews(layers).planes is not None if layers and all(t.dim() == 4 for t in layers) else False
+
+
+class CopyViews:
+    """vLLM's caches as numpy views of (blocks, heads, 2, tokens, dim), made once for a registration, and the
+    view of the last pd-connector file copied to or from: each view costs a few microseconds to make, which for
+    a prompt of a few blocks (and for 24 layers) was as much as the copy itself. ``planes`` is None when numpy
+    cannot view one of the caches (then the copies go by torch)."""
+
+    def __init__(self, layers: Sequence[torch.Tensor]) -> None:
+        planes = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
+        self.planes = None if any(p is None for p in planes) else planes
+        # one attribute holding both, replaced whole: load threads read it concurrently, and a view must never be
+        # paired with another mapping's tensor (a restarted pd-connector's new file)
+        self._last: tuple[torch.Tensor, np.ndarray | None] | None = None
+
+    def file(self, file: torch.Tensor) -> np.ndarray | None:
+        """``file`` as numpy, or None; KvFiles hands out one tensor per mapping, so its view is made once."""
+        last = self._last
+        if last is not None and last[0] is file:
+            return last[1]
+        view = _numpy_view(file, file.shape)
+        self._last = (file, view)
+        return view
+
+    def forget_file(self) -> None:
+        """Lets the last file's mapping go (it is unmapped once nothing refers to it)."""
+        self._last = None
 
 
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -262,7 +291,8 @@ class KvFiles:
                                        + (f" and an epoch table of {n_blocks} blocks" if table else ""))
             mm = np.memmap(path, dtype=np.uint8, mode="r+", shape=(size,))
             tensor = torch.from_numpy(mm[:region_bytes]).view(dtype).view(n_blocks, *pd.block_shape())
-            epochs = mm[region_bytes:].view(EPOCH) if table else None
+            # a plain ndarray over the mapping: indexing a memmap goes through its Python-level __getitem__
+            epochs = mm[region_bytes:].view(EPOCH).view(np.ndarray) if table else None
             if cached is not None:
                 cached.populator.stop(0)  # the file pd-connector replaced: no use populating it further
             self._maps[path] = _Mapped(st.st_ino, st.st_dev, size, mm, tensor, epochs,
