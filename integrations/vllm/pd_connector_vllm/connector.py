@@ -279,7 +279,7 @@ class PdConnector(KVConnectorBase_V1):
     def update_state_after_alloc(self, request: "Request", blocks: "KVCacheBlocks", num_external_tokens: int):
         assert self._scheduler is not None
         if wants_remote_decode(request.kv_transfer_params):  # P reads vLLM's block ids at the plan, not here
-            self._scheduler.update_state_after_alloc(request, [], [], num_external_tokens)
+            self._scheduler.produce_allocated(request)
             return
         (block_ids,) = blocks.get_block_ids()
         unhashed = blocks.get_unhashed_block_ids() if num_external_tokens > 0 else []

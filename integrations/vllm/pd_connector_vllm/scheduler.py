@@ -101,10 +101,7 @@ class PdScheduler:
                                  num_external_tokens: int) -> None:
         params = request.kv_transfer_params
         if wants_remote_decode(params):
-            start = time.perf_counter_ns()
-            # vLLM asks for the share first; were it not to, the request is tracked from here
-            produced = self._producing.get(request.request_id) or self._track(request)
-            produced.alloc_ns += time.perf_counter_ns() - start
+            self.produce_allocated(request)
             return
         if not wants_remote_prefill(params):
             return
@@ -117,6 +114,14 @@ class PdScheduler:
         else:
             self._plan.releases.append(spec)
         params["do_remote_prefill"] = False  # one pull per request, also after a preemption
+
+    def produce_allocated(self, request: Any) -> None:
+        """P: vLLM allocated a ``do_remote_decode`` request's blocks; their ids are read at the step's plan, not
+        here (the connector calls this directly for such a request, without reading them)."""
+        start = time.perf_counter_ns()
+        # vLLM asks for the share first; were it not to, the request is tracked from here
+        produced = self._producing.get(request.request_id) or self._track(request)
+        produced.alloc_ns += time.perf_counter_ns() - start
 
     # ---- P: when to take granted blocks and save ------------------------------------------------
 

@@ -27,7 +27,7 @@ public final class Gates {
     private final List<Held> held = new ArrayList<>();
     private final Map<String, RuntimeException> crashes = new HashMap<>();
     private final Set<String> cancelRefusals = new HashSet<>();
-    private final Map<String, Runnable> stalls = new HashMap<>();
+    private final Map<String, Runnable> hangs = new HashMap<>();
     private boolean cancelsLeak;
 
     /** Where an injected crash strikes a READ: in the post call or in a status poll. */
@@ -90,11 +90,11 @@ public final class Gates {
      * {@code whileHung} runs inside the post call (a test advances its clock there), then the READ is posted.
      */
     public void hangNextPost(ReadKind kind, String remoteAgent, Runnable whileHung) {
-        stalls.put(key(kind, remoteAgent), whileHung);
+        hangs.put(key(kind, remoteAgent), whileHung);
     }
 
     void hangIfDue(ReadKind kind, String remoteAgent) {
-        Runnable whileHung = stalls.remove(key(kind, remoteAgent));
+        Runnable whileHung = hangs.remove(key(kind, remoteAgent));
         if (whileHung != null) {
             whileHung.run();
         }
