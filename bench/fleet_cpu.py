@@ -3,6 +3,9 @@ import os
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
+# pd-connector step loops' thread names (the OS keeps 15 characters of them)
+STEP_LOOPS = ("producer-", "consumer-")
+
 
 def _stat(path: str) -> tuple[str, list[str]] | None:
     """A /proc stat file as (the command name, the fields after it), or None if the process or thread is gone.
@@ -37,7 +40,9 @@ def fleet_sessions(fleet) -> list[int]:
 def thread_cpu_seconds(session_ids) -> dict[str, float]:
     """user + system seconds per thread kind of every live process whose session is one of `session_ids`, keyed
     `process/thread` by their OS names (`main` for a process's first thread), e.g. `VLLM::EngineCor/pd-control`,
-    `java/consumer-plugin`. Threads of one kind in one process kind are summed."""
+    `java/consumer-plugin`. Threads of one kind in one process kind are summed, but for pd-connector's step loops:
+    NIXL's progress thread inherits the name of the loop that made the agent, so in each process the second thread
+    of a loop's name is that loop's progress thread, keyed `name#2`."""
     wanted = set(session_ids)
     totals: dict[str, float] = {}
     for pid in os.listdir("/proc"):
@@ -45,14 +50,19 @@ def thread_cpu_seconds(session_ids) -> dict[str, float]:
         if stat is None or int(stat[1][3]) not in wanted:
             continue
         try:
-            tasks = os.listdir(f"/proc/{pid}/task")
+            tasks = sorted(os.listdir(f"/proc/{pid}/task"), key=int)  # in order of creation
         except OSError:
             continue  # gone meanwhile
+        seen: dict[str, int] = {}
         for tid in tasks:
             thread = _stat(f"/proc/{pid}/task/{tid}/stat")
             if thread is None:
                 continue
-            key = f"{stat[0]}/{'main' if tid == pid else thread[0]}"
+            name = "main" if tid == pid else thread[0]
+            if name.startswith(STEP_LOOPS):
+                seen[name] = seen.get(name, 0) + 1
+                name = name if seen[name] == 1 else f"{name}#{seen[name]}"
+            key = f"{stat[0]}/{name}"
             totals[key] = totals.get(key, 0.0) + _cpu_seconds(thread[1])
     return totals
 

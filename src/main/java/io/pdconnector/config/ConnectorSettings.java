@@ -60,6 +60,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
     }
 
     private static LoopSettings loop(PdConfig.Loop l) {
-        return new LoopSettings(l.openDeadline(), l.stopDeadline(), l.maxIdlePark(), l.stallThreshold());
+        return new LoopSettings(l.openDeadline(), l.stopDeadline(), l.maxIdlePark(), l.producerIdlePark(),
+                l.stallThreshold());
     }
 }

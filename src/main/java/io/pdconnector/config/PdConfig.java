@@ -247,11 +247,20 @@ public interface PdConfig {
         Duration stopDeadline();
 
         /**
-         * Longest pause of an idle loop (it spins, yields, then parks with a doubling pause up to this):
-         * the worst-case extra latency of the first command after a quiet spell, against idle CPU.
+         * Longest pause of D's idle loop (it spins, yields, then parks with a doubling pause up to this): how
+         * late it sees what arrives without a command (a READ not done within its post, a due heartbeat),
+         * against idle CPU. A command wakes a loop at once.
          */
         @WithDefault("1ms")
         Duration maxIdlePark();
+
+        /**
+         * The pause of P's idle loop, parked whole from its first idle step: how late it sees what arrives
+         * without a command (a reader's notification, an expiry), against its wake-ups. A command wakes it
+         * at once.
+         */
+        @WithDefault("10ms")
+        Duration producerIdlePark();
 
         /** A loop that has not finished a step for this long is reported not live (a step never blocks). */
         @WithDefault("10s")

@@ -72,14 +72,14 @@ public class ConnectorRuntime {
             leaseScheduler = new LeaseScheduler(settings.producer(), engine, registry, InstantSource.system(), metrics,
                     pools);
             metrics.bindProducer(leaseScheduler.counters(), leaseScheduler.gauges());
-            producerLoop = start(leaseScheduler);
+            producerLoop = start(leaseScheduler, settings.loop().producerIdlePark());
             producer = new ProducerFacade(leaseScheduler, deadline);
         }
         if (config.role().consumer()) {
             pullScheduler = new PullScheduler(settings.consumer(), engine, registry, InstantSource.system(), metrics,
                     pools);
             metrics.bindConsumer(pullScheduler.counters(), pullScheduler.gauges());
-            consumerLoop = start(pullScheduler);
+            consumerLoop = start(pullScheduler, settings.loop().maxIdlePark());
             consumer = new ConsumerFacade(pullScheduler, deadline);
         }
         // A decoder publishes its own occupancy too, so a router can pick the least loaded one.
@@ -159,7 +159,7 @@ public class ConnectorRuntime {
         return settings.geometry();
     }
 
-    private StepLoop start(StepWorker worker) {
-        return StepLoop.start(worker, settings.loop().openDeadline(), settings.loop().maxIdlePark());
+    private StepLoop start(StepWorker worker, Duration idlePark) {
+        return StepLoop.start(worker, settings.loop().openDeadline(), idlePark);
     }
 }

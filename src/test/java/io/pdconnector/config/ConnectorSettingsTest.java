@@ -30,7 +30,7 @@ class ConnectorSettingsTest {
         assertEquals(ConsumerConfig.builder("pd-local").kvShmDir(Path.of("/dev/shm")).build(), s.consumer(),
                 "only the KV file directory differs");
         assertEquals(new LoopSettings(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofMillis(1),
-                Duration.ofSeconds(10)), s.loop());
+                Duration.ofMillis(10), Duration.ofSeconds(10)), s.loop());
         assertEquals(StepLoop.DEFAULT_MAX_IDLE_PARK, s.loop().maxIdlePark());
         assertEquals(StepLoop.DEFAULT_STOP_DEADLINE, s.loop().stopDeadline());
     }
@@ -66,6 +66,7 @@ class ConnectorSettingsTest {
                 Map.entry("pd.loop.open-deadline", "2m"),
                 Map.entry("pd.loop.stop-deadline", "3s"),
                 Map.entry("pd.loop.max-idle-park", "250ms"),
+                Map.entry("pd.loop.producer-idle-park", "40ms"),
                 Map.entry("pd.loop.stall-threshold", "20s"))), 9090);
 
         ModelGeometry g = new ModelGeometry(4, 8, 32, 8, 4);
@@ -82,7 +83,7 @@ class ConnectorSettingsTest {
                 .maxPeerDescriptors(2000).commandQueueCapacity(33).kvShmDir(Path.of("/tmp/kv"))
                 .build(), s.consumer(), "the heartbeat defaults to lease / 6");
         assertEquals(new LoopSettings(Duration.ofMinutes(2), Duration.ofSeconds(3), Duration.ofMillis(250),
-                Duration.ofSeconds(20)), s.loop());
+                Duration.ofMillis(40), Duration.ofSeconds(20)), s.loop());
     }
 
     @Test

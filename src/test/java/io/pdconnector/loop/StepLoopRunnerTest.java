@@ -156,6 +156,24 @@ class StepLoopRunnerTest {
         }
     }
 
+    @Test
+    void anIdleWorkerThatDoesNotSpinParksItsWholeParkFromTheFirstIdleStep_notThroughADoublingRamp() throws Exception {
+        // P's loop: its work comes as commands, which wake it, so short parks after a command only cost
+        // wake-ups (each a whole step) on a core the engine needs; the measured plugin P woke about 60 times
+        // a request with parks doubling from 1 us
+        OnceBusyWorker parking = new OnceBusyWorker(false);
+        try (StepLoop loop = StepLoop.start(parking, DEADLINE, Duration.ofSeconds(10))) {
+            long until = System.nanoTime() + DEADLINE.toNanos();
+            while (parking.steps < 2 && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            Thread.sleep(300); // a doubling ramp would step about 18 times in this while
+            assertEquals(2, parking.steps, "the busy step, then one idle step and its 10 s park");
+            // the stop wakes it: the 9.7 s left of its park would outlast this deadline
+            loop.stop(Duration.ofSeconds(5));
+        }
+    }
+
     private static void awaitSteps(ScriptedWorker worker, int n) throws InterruptedException {
         long until = System.nanoTime() + DEADLINE.toNanos();
         while (worker.steps < n && System.nanoTime() < until) {
