@@ -69,7 +69,7 @@ public final class Lease {
     void startWriting(long finishBy) {
         moveTo(LeaseState.WRITING);
         this.finishByMillis = finishBy;
-        reaping.deadlineAt(finishBy);
+        reaping.deadlineAt(this, finishBy);
     }
 
     /** Whether the KV is still being written past its finish deadline: the reaper aborts it. */
@@ -86,7 +86,7 @@ public final class Lease {
         this.exportedAtMillis = now;
         this.maxEndMillis = now + maxLifetimeMillis;
         this.expiresAtMillis = Math.min(expiresAt, maxEndMillis);
-        reaping.deadlineAt(expiresAtMillis);
+        reaping.deadlineAt(this, expiresAtMillis);
     }
 
     /** When the lease was exported, or -1 if it never was. */

@@ -56,6 +56,7 @@ public final class LeaseTable {
                     + " is " + lease.state());
         }
         byRequest.remove(lease.requestId());
+        reaping.forget(lease);
     }
 
     public int size() {

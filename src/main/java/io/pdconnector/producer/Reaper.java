@@ -6,11 +6,10 @@ import java.util.List;
 /**
  * Takes back what nobody will release: an exported lease past its expiry (L8), its maximum lifetime
  * included (L12), and a reservation whose engine missed its finish deadline. Expiries are not ordered
- * (heartbeats move some of them later), so a sweep looks at every held lease, but only once the
- * {@link ReapSchedule} says a deadline may have come: between deadlines a step does not walk the
- * table. An engine's grant keeps hundreds of placeholder leases in it, and the loop steps about a
- * thousand times a second when idle; walking the table in every step was most of the CPU a plugin's P
- * cost pd-connector. A sweep only looks (no copy, no allocation) and acts on the few it found due.
+ * (heartbeats move some of them later), so a sweep looks at every held lease with a deadline, but only
+ * once the {@link ReapSchedule} says one may have come: between deadlines a step does not walk them. A
+ * grant's placeholder leases have no deadline of their own and are not walked. A sweep only looks (no
+ * copy, no allocation) and acts on the few it found due.
  */
 final class Reaper {
 
@@ -32,7 +31,7 @@ final class Reaper {
             return 0;
         }
         long next = Long.MAX_VALUE;
-        for (Lease lease : state.leases.live()) {
+        for (Lease lease : schedule.timed()) {
             if (!lease.anyRankHeld()) {
                 continue;
             }

@@ -1,8 +1,10 @@
 package io.pdconnector.producer;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The reaper looks at the lease table only once a deadline may have come; every deadline a lease gets says so. */
@@ -51,5 +53,27 @@ class ReapScheduleTest {
         sweptAt(300);
         assertFalse(schedule.sweepDue(1_199));
         assertTrue(schedule.sweepDue(1_200));
+    }
+
+    @Test
+    void aSweepWalksTheLeasesWithADeadlineUntilTheyLeaveTheTable_notAGrantsPlaceholders() {
+        Lease placeholder = table.reserve("grant-slot", new int[] {0}, 1, 0, 7);
+        placeholder.moveTo(LeaseState.SLOT_WRITTEN);
+        placeholder.startWriting(Long.MAX_VALUE); // the grant's deadline governs it
+        Lease writing = table.reserve("writing", new int[] {1}, 1, 1, 8);
+        writing.moveTo(LeaseState.SLOT_WRITTEN);
+        writing.startWriting(500);
+        Lease exported = table.reserve("exported", new int[] {2}, 1, 2, 9);
+        exported.moveTo(LeaseState.SLOT_WRITTEN);
+        exported.startWriting(500);
+        exported.startClock(100, 300, 10_000);
+        exported.moveTo(LeaseState.EXPORTED);
+
+        assertEquals(List.of(writing, exported), List.copyOf(schedule.timed()));
+
+        exported.moveTo(LeaseState.RELEASING);
+        exported.moveTo(LeaseState.FREED);
+        table.remove(exported);
+        assertEquals(List.of(writing), List.copyOf(schedule.timed()), "a lease that left the table is not walked");
     }
 }
