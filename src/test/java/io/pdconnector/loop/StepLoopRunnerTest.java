@@ -151,7 +151,7 @@ class StepLoopRunnerTest {
                 Thread.sleep(1);
             }
             assertTrue(spinning.steps > 200, "the spinning loop stepped " + spinning.steps + " times");
-            // parks double from 1 us to 10 s: even 10 s after its start the parking loop stepped about 25 times
+            // the parking loop parks 10 s at once after its busy step: it stepped twice
             assertTrue(parking.steps < 100, "the parking loop stepped " + parking.steps + " times");
         }
     }
@@ -168,7 +168,8 @@ class StepLoopRunnerTest {
                 Thread.sleep(1);
             }
             Thread.sleep(300); // a doubling ramp would step about 18 times in this while
-            assertEquals(2, parking.steps, "the busy step, then one idle step and its 10 s park");
+            assertTrue(parking.steps <= 3, "the busy step, then one idle step and its 10 s park (a third if the"
+                    + " park woke spuriously), not " + parking.steps);
             // the stop wakes it: the 9.7 s left of its park would outlast this deadline
             loop.stop(Duration.ofSeconds(5));
         }

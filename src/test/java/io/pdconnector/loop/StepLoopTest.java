@@ -81,6 +81,21 @@ class StepLoopTest {
     }
 
     @Test
+    void aCommandWakesAProducerParkedForItsWholePause() throws Exception {
+        // P parks its whole pause when idle; a command must not wait for the park's end: the 60 s park
+        // outlasts the facade's 10 s deadline, so a command that only the park's end picked up would fail
+        LeaseScheduler p = new LeaseScheduler(producerConfig().build(), engine, registry, clock);
+        try (StepLoop pLoop = StepLoop.start(p, DEADLINE, Duration.ofSeconds(60))) {
+            ProducerFacade producer = new ProducerFacade(p, DEADLINE);
+            Thread.sleep(50); // the loop's first steps are done and it is parked
+            for (int i = 0; i < 3; i++) {
+                KvTransferParams params = producer.prefill("w" + i, prompt(i, 4));
+                assertEquals("w" + i, params.remoteRequestId());
+            }
+        }
+    }
+
+    @Test
     void aFullCommandQueueRejectsAtOnce() {
         LeaseScheduler p = new LeaseScheduler(producerConfig().commandQueueCapacity(2).build(), engine, registry, clock);
         ProducerFacade producer = new ProducerFacade(p, DEADLINE);
