@@ -1,8 +1,6 @@
 package io.pdconnector.producer;
 
 import java.util.ArrayList;
-import java.util.Collection;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,7 +9,6 @@ import java.util.Map;
 public final class LeaseTable {
 
     private final Map<String, Lease> byRequest = new LinkedHashMap<>();
-    private final Collection<Lease> liveView = Collections.unmodifiableCollection(byRequest.values());
     private final int rankCount;
     private final ReapSchedule reaping = new ReapSchedule();
 
@@ -19,7 +16,7 @@ public final class LeaseTable {
         this.rankCount = rankCount;
     }
 
-    /** When the table's leases next need the reaper; each lease reports its deadlines to it. */
+    /** Which of the table's leases the reaper walks, and when; each lease reports its deadlines to it. */
     ReapSchedule reaping() {
         return reaping;
     }
@@ -37,11 +34,6 @@ public final class LeaseTable {
 
     boolean contains(String requestId) {
         return byRequest.containsKey(requestId);
-    }
-
-    /** The table itself, read-only: walked without a copy by one who changes nothing while walking. */
-    Collection<Lease> live() {
-        return liveView;
     }
 
     /** A snapshot, so the caller may free leases while walking it. */

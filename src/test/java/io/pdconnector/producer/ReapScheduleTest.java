@@ -17,7 +17,7 @@ class ReapScheduleTest {
     private void sweptAt(long now) {
         assertTrue(schedule.sweepDue(now));
         long next = Long.MAX_VALUE;
-        for (Lease lease : table.live()) {
+        for (Lease lease : schedule.timed()) {
             next = Math.min(next, lease.reapableFromMillis());
         }
         schedule.swept(next);
