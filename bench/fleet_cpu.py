@@ -37,6 +37,19 @@ def fleet_sessions(fleet) -> list[int]:
     return [p.popen.pid for p in fleet.processes]
 
 
+def _threads(pid) -> list[tuple[int, str, int, float]]:
+    """Each live thread of process `pid` in order of creation, as (its id, its OS name, its place from 1 among the
+    process's threads of that name, its user + system seconds). Raises OSError if the process is gone."""
+    seen: dict[str, int] = {}
+    threads = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        thread = _stat(f"/proc/{pid}/task/{tid}/stat")
+        if thread is not None:
+            seen[thread[0]] = seen.get(thread[0], 0) + 1
+            threads.append((int(tid), thread[0], seen[thread[0]], _cpu_seconds(thread[1])))
+    return threads
+
+
 def thread_cpu_seconds(session_ids) -> dict[str, float]:
     """user + system seconds per thread kind of every live process whose session is one of `session_ids`, keyed
     `process/thread` by their OS names (`main` for a process's first thread), e.g. `VLLM::EngineCor/pd-control`,
@@ -50,20 +63,16 @@ def thread_cpu_seconds(session_ids) -> dict[str, float]:
         if stat is None or int(stat[1][3]) not in wanted:
             continue
         try:
-            tasks = sorted(os.listdir(f"/proc/{pid}/task"), key=int)  # in order of creation
+            threads = _threads(pid)
         except OSError:
             continue  # gone meanwhile
-        seen: dict[str, int] = {}
-        for tid in tasks:
-            thread = _stat(f"/proc/{pid}/task/{tid}/stat")
-            if thread is None:
-                continue
-            name = "main" if tid == pid else thread[0]
-            if name.startswith(STEP_LOOPS):
-                seen[name] = seen.get(name, 0) + 1
-                name = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        for tid, name, place, cpu in threads:
+            if tid == int(pid):
+                name = "main"
+            elif name.startswith(STEP_LOOPS) and place > 1:
+                name = f"{name}#{place}"
             key = f"{stat[0]}/{name}"
-            totals[key] = totals.get(key, 0.0) + _cpu_seconds(thread[1])
+            totals[key] = totals.get(key, 0.0) + cpu
     return totals
 
 
@@ -72,18 +81,12 @@ def process_thread_cpu_seconds(pid: int, pools: tuple[str, ...] = ()) -> dict[st
     apart by their order of creation (`name`, `name#2`, ...: NIXL's progress thread inherits the name of the JVM
     thread that made the agent), except those whose name starts with one of `pools` (thread pools whose members come
     and go), which are summed."""
-    named: dict[str, list[tuple[int, float]]] = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        thread = _stat(f"/proc/{pid}/task/{tid}/stat")
-        if thread is not None:
-            named.setdefault(thread[0], []).append((int(tid), _cpu_seconds(thread[1])))
     totals: dict[str, float] = {}
-    for name, threads in named.items():
+    for _, name, place, cpu in _threads(pid):
         if name.startswith(pools):
-            totals[name] = sum(cpu for _, cpu in threads)
-            continue
-        for i, (_, cpu) in enumerate(sorted(threads)):
-            totals[name if i == 0 else f"{name}#{i + 1}"] = cpu
+            totals[name] = totals.get(name, 0.0) + cpu
+        else:
+            totals[name if place == 1 else f"{name}#{place}"] = cpu
     return totals
 
 
