@@ -12,7 +12,6 @@ import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.AgentTerminationException;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.SleepingIdleStrategy;
 import org.jboss.logging.Logger;
 
 /**
@@ -52,20 +51,21 @@ public final class StepLoop implements AutoCloseable {
             throw new IllegalArgumentException("maxIdlePark must be at least 1 us, got " + maxIdlePark);
         }
         this.agent = new WorkerAgent(worker);
-        this.runner = new AgentRunner(idleStrategy(worker.spinsWhenIdle(), maxIdlePark.toNanos()),
+        this.runner = new AgentRunner(idleStrategy(worker, maxIdlePark.toNanos()),
                 t -> logFailure(worker.name(), t), null, agent);
     }
 
     /**
      * A worker that spins parks with a doubling pause after its spins and yields, so a completion soon
-     * after is seen soon. One that does not spins parks its whole pause from its first idle step: what it
-     * waits for comes as commands, which wake it, so shorter parks would only be more wake-ups, each a
-     * whole step (the measured plugin P woke about 60 times a request with parks doubling from 1 us).
+     * after is seen soon. One that does not spins parks its whole pause from its first idle step, or until
+     * its next deadline if that comes first ({@link ParkUntilDue}): what it waits for comes as commands,
+     * which wake it, so shorter parks would only be more wake-ups, each a whole step (the measured plugin
+     * P woke about 60 times a request with parks doubling from 1 us).
      */
-    private static IdleStrategy idleStrategy(boolean spins, long parkNanos) {
-        return spins
+    private static IdleStrategy idleStrategy(StepWorker worker, long parkNanos) {
+        return worker.spinsWhenIdle()
                 ? new BackoffIdleStrategy(IDLE_SPINS, IDLE_YIELDS, MIN_PARK_NANOS, parkNanos)
-                : new SleepingIdleStrategy(parkNanos);
+                : new ParkUntilDue(worker, parkNanos);
     }
 
     /** Starts the loop and waits, up to {@code deadline}, for the worker to open; idles as by default. */

@@ -31,5 +31,16 @@ public interface StepWorker {
         return true;
     }
 
+    /**
+     * For a worker that does not {@link #spinsWhenIdle spin}: how long from now until something falls due
+     * that no command wakes it for (P: the reaper's next deadline), {@code 0} if it is due already,
+     * {@link Long#MAX_VALUE} if nothing is. An idle loop parks no longer than this, so a deadline is
+     * acted on when it comes rather than up to a whole park later. Asked on the loop's thread after an
+     * idle step.
+     */
+    default long nanosUntilDue() {
+        return Long.MAX_VALUE;
+    }
+
     void close();
 }

@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The producer's step loop. One thread owns every lease, block, slot and transfer agent; callers
@@ -127,6 +128,17 @@ public final class LeaseScheduler implements StepWorker {
     @Override
     public boolean spinsWhenIdle() {
         return false;
+    }
+
+    /**
+     * The reaper's next deadline: an idle P parks no longer, so an expired lease's slot is zeroed when the
+     * lease ends, not up to a park later. A grant's deadline (minutes) and a reader's notification still
+     * wait for the park.
+     */
+    @Override
+    public long nanosUntilDue() {
+        long millis = state.leases.reaping().millisUntilDue(state.clock.millis());
+        return millis == Long.MAX_VALUE ? Long.MAX_VALUE : TimeUnit.MILLISECONDS.toNanos(millis);
     }
 
     @Override

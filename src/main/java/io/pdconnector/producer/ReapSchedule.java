@@ -43,6 +43,17 @@ final class ReapSchedule {
         return nowMillis >= earliestDueMillis;
     }
 
+    /**
+     * How long from {@code nowMillis} until a sweep is due: {@code 0} if it is, {@link Long#MAX_VALUE} if
+     * no lease has a deadline. P's idle loop parks no longer, so an expiry is acted on when it comes.
+     */
+    long millisUntilDue(long nowMillis) {
+        if (earliestDueMillis == Long.MAX_VALUE) {
+            return Long.MAX_VALUE;
+        }
+        return nowMillis >= earliestDueMillis ? 0 : earliestDueMillis - nowMillis;
+    }
+
     /** A sweep at {@code now} saw every held lease; the earliest deadline of those not yet due. */
     void swept(long nextDueMillis) {
         earliestDueMillis = nextDueMillis;

@@ -359,10 +359,9 @@ class RouterFleetIT {
     @Test
     @Order(4)
     void aProducerWhoseLeasesLapseBeforeAnyPull_theRouterRetriesOnAnotherP_andTheAnswerIsRight() throws Exception {
-        // an expired lease's slot is zeroed at P's next step, up to its idle park after the expiry: p3 parks 1 ms,
-        // not the default 10, so its 3 ms leases lapse before any pull can reach the slot
-        ServiceProcess p3 = start("p3", Map.of("pd.lease.duration", "3ms", "pd.lease.max-lifetime", "3ms",
-                "pd.loop.producer-idle-park", "1ms"));
+        // an idle P parks only until its reaper's next deadline, so an expired lease's slot is zeroed at the
+        // expiry, not up to its 10 ms park later: p3's 3 ms leases lapse before any pull can reach the slot
+        ServiceProcess p3 = start("p3", Map.of("pd.lease.duration", "3ms", "pd.lease.max-lifetime", "3ms"));
         p3.awaitReady(READY);
         awaitRouterSees("p3 listed", "fleet-p3");
         for (String d : List.of("d1", "d2")) {

@@ -102,13 +102,30 @@ class StepLoopRunnerTest {
         assertEquals(0, worker.steps);
     }
 
-    /** Does one unit of work in its first step, then none; says whether it spins when idle. */
+    /**
+     * Does one unit of work in its first step, then none; says whether it spins when idle. Given a
+     * deadline, sets it that long after its first idle step and does one unit of work in the first step at
+     * or after it, as P's reaper does at an expiry.
+     */
     private static final class OnceBusyWorker implements StepWorker {
         final boolean spins;
+        final long deadlineNanos;
         volatile int steps;
+        volatile long dueAtNanos = Long.MAX_VALUE;
+        volatile long actedAtNanos;
+        volatile int stepsWhenActed;
 
         OnceBusyWorker(boolean spins) {
+            this(spins, 0);
+        }
+
+        OnceBusyWorker(boolean spins, Duration deadline) {
+            this(spins, deadline.toNanos());
+        }
+
+        private OnceBusyWorker(boolean spins, long deadlineNanos) {
             this.spins = spins;
+            this.deadlineNanos = deadlineNanos;
         }
 
         @Override
@@ -122,12 +139,28 @@ class StepLoopRunnerTest {
 
         @Override
         public int doWork() {
-            return ++steps == 1 ? 1 : 0;
+            long now = System.nanoTime();
+            if (++steps == 2 && deadlineNanos > 0) {
+                dueAtNanos = now + deadlineNanos;
+            }
+            if (now >= dueAtNanos) {
+                dueAtNanos = Long.MAX_VALUE; // acted on: the next deadline is none
+                stepsWhenActed = steps;
+                actedAtNanos = now;
+                return 1;
+            }
+            return steps == 1 ? 1 : 0;
         }
 
         @Override
         public boolean spinsWhenIdle() {
             return spins;
+        }
+
+        @Override
+        public long nanosUntilDue() {
+            long due = dueAtNanos;
+            return due == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, due - System.nanoTime());
         }
 
         @Override
@@ -171,6 +204,31 @@ class StepLoopRunnerTest {
             assertTrue(parking.steps <= 3, "the busy step, then one idle step and its 10 s park (a third if the"
                     + " park woke spuriously), not " + parking.steps);
             // the stop wakes it: the 9.7 s left of its park would outlast this deadline
+            loop.stop(Duration.ofSeconds(5));
+        }
+    }
+
+    @Test
+    void anIdleWorkerThatDoesNotSpinParksOnlyUntilItsNextDeadline() throws Exception {
+        // P's reaper: no command wakes the loop at an expiry, so a loop parked its whole pause zeroed an
+        // expired lease's slot up to a park late (a reader's slot READ then still found the nonce); the 60 s
+        // park outlasts the wait below, so only a park that ends at the deadline passes
+        Duration deadline = Duration.ofMillis(50);
+        OnceBusyWorker parking = new OnceBusyWorker(false, deadline);
+        try (StepLoop loop = StepLoop.start(parking, DEADLINE, Duration.ofSeconds(60))) {
+            long until = System.nanoTime() + DEADLINE.toNanos();
+            while (parking.actedAtNanos == 0 && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            assertTrue(parking.actedAtNanos != 0, "the deadline was not acted on within " + DEADLINE
+                    + " of a 60 s park; steps: " + parking.steps);
+            // it parked until the deadline rather than stepping towards it: the busy step, the idle step that
+            // set it, the step at it (one more if a park woke spuriously)
+            assertTrue(parking.stepsWhenActed <= 4, "acted at step " + parking.stepsWhenActed);
+            Thread.sleep(100);
+            // and once acted on, it parks its whole pause again instead of spinning on a deadline now past
+            assertTrue(parking.steps <= parking.stepsWhenActed + 2, "stepped " + parking.steps
+                    + " times, acted at step " + parking.stepsWhenActed);
             loop.stop(Duration.ofSeconds(5));
         }
     }

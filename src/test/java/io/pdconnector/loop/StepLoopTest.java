@@ -15,6 +15,7 @@ import io.pdconnector.consumer.PullState;
 import io.pdconnector.testing.InProcessDirectory;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.memory.SlotArray;
+import io.pdconnector.producer.LeaseObserver;
 import io.pdconnector.producer.LeaseScheduler;
 import io.pdconnector.producer.ProducerFacade;
 import io.pdconnector.producer.ProducerSnapshot;
@@ -25,6 +26,7 @@ import io.pdconnector.testing.RecordingEngine;
 import io.pdconnector.testing.ReferenceKv;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -92,6 +94,32 @@ class StepLoopTest {
                 KvTransferParams params = producer.prefill("w" + i, prompt(i, 4));
                 assertEquals("w" + i, params.remoteRequestId());
             }
+        }
+    }
+
+    @Test
+    void aLeaseNobodyReadsIsTakenBackAtItsExpiryByAProducerParkedForItsWholePause() throws Exception {
+        // no command wakes P at an expiry: parked its whole 60 s pause, P left an expired lease's nonce in
+        // its slot (and its blocks held) until something else woke it, and a reader's slot READ in that
+        // window still found the nonce; P parks no longer than its reaper's next deadline
+        CompletableFuture<Long> released = new CompletableFuture<>();
+        LeaseObserver observer = new LeaseObserver() {
+            @Override
+            public void leaseReleased(long heldMillis) {
+                released.complete(heldMillis);
+            }
+        };
+        LeaseScheduler p = new LeaseScheduler(producerConfig().leaseDuration(Duration.ofMillis(200)).build(),
+                engine, registry, InstantSource.system(), observer);
+        try (StepLoop pLoop = StepLoop.start(p, DEADLINE, Duration.ofSeconds(60))) {
+            ProducerFacade producer = new ProducerFacade(p, DEADLINE);
+            producer.prefill("unread", prompt(1, 4));
+
+            long heldMillis = released.get(DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
+
+            assertTrue(heldMillis >= 200, "taken back at its expiry, not before (L8): held " + heldMillis + " ms");
+            ProducerSnapshot s = producer.submitSnapshot().get(10, TimeUnit.SECONDS);
+            assertTrue(s.idle(), "its slot and blocks are back: " + s);
         }
     }
 

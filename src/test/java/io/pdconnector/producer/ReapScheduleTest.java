@@ -37,6 +37,22 @@ class ReapScheduleTest {
     }
 
     @Test
+    void theTimeUntilASweepIsDueIsWhatAnIdleProducerParksAtMost() {
+        assertEquals(0, schedule.millisUntilDue(1_000), "a table never swept is swept at the first step");
+        sweptAt(1_000);
+        assertEquals(Long.MAX_VALUE, schedule.millisUntilDue(1_000), "no deadline: nothing to wake for");
+
+        Lease lease = table.reserve("r", new int[] {0}, 1, 0, 7);
+        lease.moveTo(LeaseState.SLOT_WRITTEN);
+        lease.startWriting(1_500);
+
+        assertEquals(500, schedule.millisUntilDue(1_000));
+        assertEquals(1, schedule.millisUntilDue(1_499));
+        assertEquals(0, schedule.millisUntilDue(1_500));
+        assertEquals(0, schedule.millisUntilDue(9_000), "overdue is due now, not a negative park");
+    }
+
+    @Test
     void anExpirySetAfterASweepWakesTheReaperAtItAndAHeartbeatLeavesItEarly() {
         Lease lease = table.reserve("r", new int[] {0}, 1, 0, 7);
         lease.moveTo(LeaseState.SLOT_WRITTEN);
