@@ -4,7 +4,7 @@ checked or the release waited for) against what it cannot do without: pd-connect
 
     JAVA_HOME=... PD_NIXL_HOME=.../nixl-cu12-1.5.1 PYTHONPATH=integrations/vllm \\
         <vLLM venv>/bin/python bench/d_load_bench.py [--geometry tiny,qwen] [--prompts 300,4096] [--n 100] \\
-        [--channel both|http|socket]
+        [--channel both|http|socket] [--setting key=value ...]
 
 Per geometry, a P (producer) and a D (consumer) pd-connector, each its own JVM on 127.0.0.1 with its KV files in
 a fresh directory under /dev/shm, D knowing P through the static registry; the plugin's P worker writes each
@@ -154,16 +154,36 @@ def read_out(url: str, request_id: str) -> bytes:
         conn.close()
 
 
+def lease_held(url: str) -> dict[str, float]:
+    """P's pd_lease_duration (export to release) from its Prometheus endpoint: how soon D's read notifications
+    reached P and released the leases."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/q/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    values = {}
+    for line in text.splitlines():
+        for key in ("count", "sum", "max"):
+            if line.startswith(f"pd_lease_duration_seconds_{key} ") or line.startswith(f"pd_lease_duration_seconds_{key}{{"):
+                values[key] = float(line.rsplit(" ", 1)[1])
+    count = values.get("count", 0.0)
+    return {"count": count, "mean_ms": 1000 * values.get("sum", 0.0) / count if count else float("nan"),
+            "max_ms": 1000 * values.get("max", float("nan"))}
+
+
 def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: tuple[str, ...],
-                 baseline: bool) -> list[dict]:
+                 baseline: bool, settings: dict[str, str]) -> list[dict]:
     layers, heads, dim = GEOMETRIES[name]
     work = Path(tempfile.mkdtemp(prefix="pd-dload-bench-", dir="/dev/shm"))
     services = []
     rows = []
     try:
-        p = Service(work, f"bench-{name}-p", "producer", GEOMETRIES[name], None)
+        p = Service(work, f"bench-{name}-p", "producer", GEOMETRIES[name], None, extra=settings)
         services.append(p)
-        d = Service(work, f"bench-{name}-d", "consumer", GEOMETRIES[name], p.url)
+        d = Service(work, f"bench-{name}-d", "consumer", GEOMETRIES[name], p.url, extra=settings)
         services.append(d)
         d.lists(f"bench-{name}-p")
         nb = max(prompts) // BLOCK_TOKENS + 2
@@ -281,6 +301,11 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                       f"{row['pull']['p50']:.2f} copy {row['copy']['p50']:.2f} release {row['release']['p50']:.2f} "
                       f"| old path (pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 "
                       f"{row['http_path']['p90']:7.2f}{vs}", flush=True)
+        held = lease_held(p.url)
+        print(f"{name:5s} P held its {held['count']:.0f} leases export to release: mean {held['mean_ms']:.2f} ms, "
+              f"max {held['max_ms']:.2f} ms (pd_lease_duration)", flush=True)
+        for row in rows:
+            row["p_lease_held"] = held
         p_worker.shutdown()
         for _, worker in d_side.values():
             worker.shutdown()
@@ -306,12 +331,15 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true",
                     help="without the socket-rf and socket-list rows: loads over the socket that wait for the "
                          "release (no epochs), and pulls that send their token ids as a JSON list")
+    ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                    help="a pd-connector setting for both JVMs (repeatable), to compare a build with itself")
     a = ap.parse_args()
+    settings = dict(kv.split("=", 1) for kv in a.setting)
     rows = []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; all times ms", flush=True)
     for g in a.geometry.split(","):
         rows += run_geometry(g, [int(x) for x in a.prompts.split(",")], a.n, a.warmup, CHANNELS[a.channel],
-                             not a.no_baseline)
+                             not a.no_baseline, settings)
     out = REPO / "target/d-load-bench.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))

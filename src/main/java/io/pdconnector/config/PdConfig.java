@@ -304,8 +304,12 @@ public interface PdConfig {
         @WithDefault("true")
         boolean progressThread();
 
-        /** Pause of the progress thread between polls, in microseconds; 0 spins a whole core even when idle. */
-        @WithDefault("100")
+        /**
+         * The progress thread's poll timeout, in microseconds (NIXL rounds it up to whole ms): a message wakes the
+         * thread at once, so this only bounds a missed event, against idle wake-ups; 0 spins a whole core even
+         * when idle. {@code NixlDefaults#PROGRESS_DELAY_US} says why 10 ms.
+         */
+        @WithDefault("10000")
         @Min(0)
         long progressDelayUs();
 
