@@ -42,6 +42,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "integrations/vllm"))
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "integrations/vllm/e2e"))
 
 from pd_connector_vllm.client import PdClient  # noqa: E402
 from pd_connector_vllm.engine_socket import PACKED_TOKEN_IDS, EngineSocket  # noqa: E402
@@ -49,6 +50,7 @@ from pd_connector_vllm.loading import _self_checking_epoch  # noqa: E402
 from pd_connector_vllm.specs import LoadSpec, SaveSpec  # noqa: E402
 from pd_connector_vllm.worker import PdWorker  # noqa: E402
 
+from fleet import metric  # noqa: E402
 from pd_service import BLOCK_TOKENS, GEOMETRIES, Service, pct  # noqa: E402
 
 CHANNELS = {"both": ("http", "socket"), "http": ("http",), "socket": ("socket",)}  # --channel -> each D worker's pd_engine_channel
@@ -154,24 +156,13 @@ def read_out(url: str, request_id: str) -> bytes:
         conn.close()
 
 
-def lease_held(url: str) -> dict[str, float]:
+def lease_held(p: Service) -> dict[str, float]:
     """P's pd_lease_duration (export to release) from its Prometheus endpoint: how soon D's read notifications
     reached P and released the leases."""
-    host, port = url.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        conn.request("GET", "/q/metrics")
-        text = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    values = {}
-    for line in text.splitlines():
-        for key in ("count", "sum", "max"):
-            if line.startswith(f"pd_lease_duration_seconds_{key} ") or line.startswith(f"pd_lease_duration_seconds_{key}{{"):
-                values[key] = float(line.rsplit(" ", 1)[1])
-    count = values.get("count", 0.0)
-    return {"count": count, "mean_ms": 1000 * values.get("sum", 0.0) / count if count else float("nan"),
-            "max_ms": 1000 * values.get("max", float("nan"))}
+    count = metric(p, "pd_lease_duration_seconds_count")
+    return {"count": count,
+            "mean_ms": 1000 * metric(p, "pd_lease_duration_seconds_sum") / count if count else float("nan"),
+            "max_ms": 1000 * metric(p, "pd_lease_duration_seconds_max")}
 
 
 def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: tuple[str, ...],
@@ -301,7 +292,7 @@ def run_geometry(name: str, prompts: list[int], n: int, warmup: int, channels: t
                       f"{row['pull']['p50']:.2f} copy {row['copy']['p50']:.2f} release {row['release']['p50']:.2f} "
                       f"| old path (pull + GET .../kv) p50 {row['http_path']['p50']:7.2f} p90 "
                       f"{row['http_path']['p90']:7.2f}{vs}", flush=True)
-        held = lease_held(p.url)
+        held = lease_held(p)
         print(f"{name:5s} P held its {held['count']:.0f} leases export to release: mean {held['mean_ms']:.2f} ms, "
               f"max {held['max_ms']:.2f} ms (pd_lease_duration)", flush=True)
         for row in rows:

@@ -29,6 +29,7 @@ class Service:
     def __init__(self, work: Path, name: str, role: str, geometry: tuple[int, int, int], peer: str | None,
                  extra: dict | None = None, jar: str | None = None):
         layers, heads, dim = geometry
+        self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         java = Path(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64")) / "bin/java"

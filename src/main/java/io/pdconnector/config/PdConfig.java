@@ -255,9 +255,9 @@ public interface PdConfig {
         Duration maxIdlePark();
 
         /**
-         * The pause of P's idle loop, parked whole from its first idle step: how late it sees what arrives
-         * without a command (a reader's notification, an expiry), against its wake-ups. A command wakes it
-         * at once.
+         * The pause of P's idle loop, parked whole from its first idle step, or until its next lease expiry
+         * or finish deadline if that is sooner: how late it sees what arrives without a command (a reader's
+         * notification), against its wake-ups. A command wakes it at once.
          */
         @WithDefault("10ms")
         Duration producerIdlePark();
