@@ -11,6 +11,9 @@ import random
 import socket
 
 TRIES = 200
+# Every port this process handed out: a child may not have bound its port yet when the next is picked (vLLM binds
+# its NIXL side channel minutes after it starts), so a free-looking port can already be promised to someone.
+_handed_out: set[int] = set()
 
 
 def _ephemeral_low() -> int:
@@ -25,15 +28,19 @@ def _ephemeral_low() -> int:
 
 
 def free_port() -> int:
-    """A port nothing listens on now, in [low / 2, low) where low starts the ephemeral range."""
+    """A port nothing listens on now and this process never handed out before, in [low / 2, low) where low starts
+    the ephemeral range."""
     low = _ephemeral_low()
     for _ in range(TRIES):
         port = random.randrange(low // 2, low)
+        if port in _handed_out:
+            continue  # promised to a process that may not listen yet: draw again
         with socket.socket() as s:
             try:
                 s.bind(("0.0.0.0", port))
             except OSError:
                 continue  # someone listens there: draw again
+            _handed_out.add(port)
             return port
     raise RuntimeError(f"no free port in [{low // 2}, {low}) after {TRIES} tries")
 

@@ -51,6 +51,7 @@ class EtcdStoreIT {
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
     private static final Duration SEEN = Duration.ofSeconds(5);
     private static final Duration HEALTHY = Duration.ofSeconds(20);
+    private static final Duration SERVICE_TTL = EtcdCluster.serviceDefaultTtl();
 
     private static EtcdCluster cluster;
     private static Client raw;
@@ -157,6 +158,15 @@ class EtcdStoreIT {
     void oneMemberDownGoesUnnoticed() throws Exception {
         // Each member in turn (one of them killed), each time with instances that connected while all three
         // were up: a member that has just come back is one gRPC may not have reconnected to yet.
+        //
+        // What goes unnoticed depends on the TTL: a record outlives a failover only if a's keep-alive reaches
+        // etcd again within it. jetcd renews at a third of the TTL on a 500 ms tick, so a 2 s lease tolerates
+        // about 1 s of silence, and a killed leader silenced a's keep-alives for 1.5-2.5 s on a loaded 2-core
+        // machine (an election of about 1.5 s, then the stream moved): a 2 s lease survives that only when the
+        // new leader's extension of every lease happens to cover it, and when it does not, b hears a's record
+        // removed and written again. The promise is the service's, so it is tested at the service's TTL (its
+        // default, about 6 s of silence tolerated); docs/operations.md says how to size it.
+        //
         // A store whose watch broke asks etcd again and calls it lost only if that read outlasts its call
         // timeout; after a killed leader the read waits for the next election, 1-2 s on an idle machine with
         // etcd's defaults and more on a loaded one. With this file's 2 s that can be a "loss" b then reads
@@ -164,7 +174,8 @@ class EtcdStoreIT {
         Duration outlastsAnElection = Duration.ofSeconds(6);
         for (int i = 0; i < cluster.size(); i++) {
             String prefix = "/it/one-down-" + i + "/";
-            EtcdSettings settings = EtcdSettings.of(cluster.clientUrls(), prefix, TTL, MAX_BACKOFF, outlastsAnElection);
+            EtcdSettings settings = EtcdSettings.of(cluster.clientUrls(), prefix, SERVICE_TTL, MAX_BACKOFF,
+                    outlastsAnElection);
             Peer a = peer("a", settings);
             Peer b = peer("b", settings);
             a.publish(1);
@@ -187,9 +198,9 @@ class EtcdStoreIT {
             List<String> heard = b.seen.since(mark);
             assertTrue(!heard.isEmpty() && heard.stream().allMatch("upsert a"::equals),
                     "b heard a's change and nothing else: " + heard);
-            // What the fleet sees is the check above: b heard no remove and no full re-read. On a loaded
-            // machine the election that follows a stopped leader can outlast a's doubt window, and a's own
-            // store then re-grants its lease and rewrites its record (seen by b as one more upsert of it).
+            // What the fleet sees is the check above: b heard no remove and no full re-read. a's own store
+            // may still have re-granted its lease and rewritten its record after a long election (seen by b as
+            // one more upsert of it), so the lease is checked for being live, not for being the same.
             long now = leaseOf(prefix, "a");
             assertTrue(ttlOf(now) > 0, "a's record is bound to a live lease (it was " + lease + ", now " + now
                     + "; reconnects a " + a.counters.reconnects.get() + ", b " + b.counters.reconnects.get() + ")");

@@ -359,8 +359,11 @@ class RouterFleetIT {
     @Test
     @Order(4)
     void aProducerWhoseLeasesLapseBeforeAnyPull_theRouterRetriesOnAnotherP_andTheAnswerIsRight() throws Exception {
-        // an idle P parks only until its reaper's next deadline, so an expired lease's slot is zeroed at the
-        // expiry, not up to its 10 ms park later: p3's 3 ms leases lapse before any pull can reach the slot
+        // p3's 3 ms leases lapse before nearly every pull reaches the slot: an idle P parks only until its
+        // reaper's next deadline and zeroes an expired slot at the expiry. Nearly: on a loaded machine p3's loop
+        // may not run for the few ms a pull takes, and then D's slot READ still finds the nonce, which proves p3
+        // held the blocks for the whole READ; that answer is right and not retried. What the router promises is
+        // the rest: every answer is the reference, and a pull that found p3's lease gone is retried elsewhere.
         ServiceProcess p3 = start("p3", Map.of("pd.lease.duration", "3ms", "pd.lease.max-lifetime", "3ms"));
         p3.awaitReady(READY);
         awaitRouterSees("p3 listed", "fleet-p3");
@@ -369,10 +372,9 @@ class RouterFleetIT {
         }
         double before = router.metric("pd_router_retries_total", "reason", "lease_mismatch");
         int retried = 0;
-        for (int i = 0; i < 30 && retried < 3; i++) {
+        for (int i = 0; i < 60 && retried < 3; i++) {
             Answer a = routedMatchesReference(i % 2 == 0 ? completion(prompt(), i % 4 == 0)
                     : chat(prompt(), i % 4 == 1), i % 2 == 0 ? "/v1/completions" : "/v1/chat/completions");
-            assertTrue(!a.header("X-PD-Producer").equals("fleet-p3"), "p3's leases never last to a pull");
             if (a.retries() > 0) {
                 retried++;
                 assertEquals(String.valueOf(a.retries()), a.header("Server-Timing").replaceAll(".*desc=\"(\\d+)\".*", "$1"));
@@ -400,10 +402,10 @@ class RouterFleetIT {
         }
         assertTrue(retried >= 1, "a request went to the killed decoder before it left the registry");
         assertTrue(router.metric("pd_router_aborts_total", "cause", "decode") - abortsBefore >= retried);
-        // The default lease is 30 s: leases free within 2 s were aborted, not left to expire.
+        // The default lease is 30 s: leases free within a third of it were aborted, not left to expire.
         for (String p : List.of("p1", "p2")) {
             FLEET.get(p).awaitStatus("every lease released", s -> s.path("producer").path("leases_live").asInt() == 0,
-                    Duration.ofSeconds(2));
+                    Duration.ofSeconds(10));
         }
         FLEET.remove("d2").close();
         router.awaitRegistry("d2 gone", v -> !v.toString().contains("fleet-d2"), TTL.plus(SOON));

@@ -2,6 +2,8 @@ package io.pdconnector.testing;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.config.RegistryConfig;
+import io.smallrye.config.WithDefault;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -78,6 +80,20 @@ public final class EtcdCluster implements AutoCloseable {
         } catch (IOException | RuntimeException | Error e) {
             c.close();
             throw e;
+        }
+    }
+
+    /**
+     * The service's default {@code pd.registry.etcd.ttl}, read from its configuration so that the two cannot
+     * drift: the TTL a test runs at when what it asserts is what a fleet on the defaults gets through an etcd
+     * member failure (docs/operations.md, "Sizing pd.registry.etcd.ttl").
+     */
+    public static Duration serviceDefaultTtl() {
+        try {
+            String value = RegistryConfig.Etcd.class.getMethod("ttl").getAnnotation(WithDefault.class).value();
+            return Duration.parse("PT" + value.toUpperCase(java.util.Locale.ROOT));
+        } catch (NoSuchMethodException e) {
+            throw new AssertionError("RegistryConfig.Etcd#ttl is gone", e);
         }
     }
 

@@ -6,6 +6,8 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -17,20 +19,31 @@ import java.util.concurrent.ThreadLocalRandom;
 public final class FreePort {
 
     private static final int TRIES = 200;
+    /**
+     * Every port this JVM handed out: a child may not have bound its port yet when the next is picked (a
+     * service boots for seconds), so a free-looking port can already be promised to someone.
+     */
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
 
     private FreePort() {
     }
 
-    /** A port nothing listens on now, in [low / 2, low) where low starts the ephemeral range. */
+    /**
+     * A port nothing listens on now and this JVM never handed out before, in [low / 2, low) where low starts the
+     * ephemeral range.
+     */
     public static int pick() throws IOException {
         int low = ephemeralLow();
         int from = low / 2;
         for (int i = 0; i < TRIES; i++) {
             int port = ThreadLocalRandom.current().nextInt(from, low);
+            if (!HANDED_OUT.add(port)) {
+                continue; // promised to a process that may not listen yet: draw again
+            }
             try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getByName("0.0.0.0"))) {
                 return s.getLocalPort();
             } catch (IOException taken) {
-                // someone listens there: draw again
+                HANDED_OUT.remove(port); // someone listens there: draw again
             }
         }
         throw new IOException("no free port in [" + from + ", " + low + ") after " + TRIES + " tries");
