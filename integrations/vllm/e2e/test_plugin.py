@@ -14,13 +14,16 @@ from fleet import Decoder, Fleet, metric, record, status as service_status
 from workload import (P_BLOCKS, Reproducer, answer_text, ask, client, equality_cases, prefill_on_p, reuse,
                       token_prompt)
 
-LEASE_S = 2
+# Long enough for a D leg to reach D's pd-connector (which heartbeats the lease from then on) behind its P leg while
+# three vLLM servers and three services share 2 cores: with 2 s a late D leg was (correctly) declined in the equality
+# test under load. The reproducers wait past it whatever it is.
+LEASE_S = 6
 HTTP = "http_server_requests_seconds_count"   # D's own count of the requests it served, by uri template
 SOCKET = "pd_engine_socket_requests_total"      # its count of what the engine socket served, by op and status
 
 
 class PluginFleet:
-    """P (vLLM with the plugin, 8 KV blocks, beside a producer pd-connector with 8 blocks and a 2 s lease) and one D
+    """P (vLLM with the plugin, 8 KV blocks, beside a producer pd-connector with 8 blocks and a 6 s lease) and one D
     per policy, all started at once; the proxy fronts P and the `fail` D."""
 
     def __init__(self, fleet: Fleet):
