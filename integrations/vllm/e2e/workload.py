@@ -23,6 +23,9 @@ from pd_proxy import decode_body, prefill_body
 MODEL = "tiny"
 ANSWER_TOKENS = 16
 VOCAB = 512
+# The model's vocabulary (make-tiny-model.py): gpt-oss's, above pd-connector's own (the reference engine's) 151,936.
+MODEL_VOCAB = 201_088
+REFERENCE_VOCAB = 151_936
 FIRST_ORDINARY_TOKEN = 3  # 0-2 are the special tokens (make-tiny-model.py)
 LEG_TIMEOUT_S = 120.0
 # The reproducer's P has 8 KV blocks (x 128 tokens): a flood of 300-token prefills reuses every block in a few requests.
@@ -64,7 +67,16 @@ def equality_cases() -> list[Case]:
         cases.append(Case(f"completion-700-{tag}", False, stream, token_prompt(300 + stream, 700)))
         cases.append(Case(f"chat-short-{tag}", True, stream, _text(400 + stream, 10)))
         cases.append(Case(f"chat-long-{tag}", True, stream, _text(500 + stream, 260)))
+    cases.append(Case("completion-large-vocabulary-plain", False, False, large_vocabulary_prompt(600, 300)))
     return cases
+
+
+def large_vocabulary_prompt(seed: int, length: int) -> list[int]:
+    """A prompt of `length` token ids, most of them above 151,935: ids a gpt-oss prompt has and pd-connector's
+    reference engine does not know."""
+    rng = random.Random(seed)
+    return [rng.randrange(REFERENCE_VOCAB, MODEL_VOCAB) if i % 4 else rng.randrange(FIRST_ORDINARY_TOKEN, VOCAB)
+            for i in range(length)]
 
 
 def client(base_url: str) -> openai.OpenAI:

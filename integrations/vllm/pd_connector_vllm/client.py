@@ -29,7 +29,7 @@ class PdClient:
     """The calls the plugin makes, each with its own deadline in seconds."""
 
     def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 10.0,
-                 pull_timeout_s: float = 150.0):
+                 pull_timeout_s: float = 150.0, vocab_size: int | None = None):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"pd_url must be http(s)://host:port, got {base_url!r}")
@@ -40,6 +40,9 @@ class PdClient:
         self._token = token
         self.timeout_s = timeout_s
         self.pull_timeout_s = pull_timeout_s
+        # The model's vocabulary, named in every pull: it bounds the prompt's token ids on D's pd-connector, whose
+        # own bound (the reference engine's 151,936) is below a gpt-oss or Gemma 3 vocabulary.
+        self.vocab_size = vocab_size
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[http.client.HTTPConnection] = []
@@ -77,11 +80,18 @@ class PdClient:
         rank's :meth:`release`. Never asks for ``kv_checksum`` or ``matches_reference``.
 
         Over D's engine socket once :meth:`use_engine_socket` was called, else ``POST /v1/consumer/pull``."""
-        body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params,
-                "decode_rank": decode_rank}
+        body = self._pull_body(request_id, token_ids, params, decode_rank)
         if self._engine is not None:
             return self._engine.request({"op": "pull", "body": body}, self.pull_timeout_s, expect=200)
         return self._json("POST", "/v1/consumer/pull", body, self.pull_timeout_s, expect=(200,))
+
+    def _pull_body(self, request_id: str, token_ids: list[int], params: dict[str, Any],
+                   decode_rank: int) -> dict[str, Any]:
+        body = {"request_id": request_id, "token_ids": list(token_ids), "kv_transfer_params": params,
+                "decode_rank": int(decode_rank)}
+        if self.vocab_size is not None:
+            body["vocab_size"] = int(self.vocab_size)
+        return body
 
     def release(self, request_id: str, decode_rank: int) -> None:
         """This rank is done with the pull (an undecided pull is aborted for every rank); D frees its blocks once
@@ -109,8 +119,7 @@ class PdClient:
         within ``pull_timeout_s`` for them all (EngineSocket.pulls). Only after :meth:`batches_pulls` said so."""
         if self._engine is None:
             raise RuntimeError("pulls in one request go over the engine socket only")
-        bodies = [{"request_id": r, "token_ids": list(t), "kv_transfer_params": p, "decode_rank": int(k)}
-                  for r, t, p, k in items]
+        bodies = [self._pull_body(r, t, p, k) for r, t, p, k in items]
         self._engine.pulls(bodies, self.pull_timeout_s, on_reply)
 
     def releases(self, items: list[tuple[str, int]]) -> list[PdError | None]:

@@ -140,8 +140,8 @@ class PdSettings:
     def timing_level(self) -> int:
         return logging.INFO if self.log_timings else logging.DEBUG
 
-    def client(self) -> PdClient:
-        return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s)
+    def client(self, vocab_size: int | None = None) -> PdClient:
+        return PdClient(self.url, self.token, self.http_timeout_s, self.pull_timeout_s, vocab_size)
 
 
 def _flag(extra: dict[str, Any], key: str, default: bool = False) -> bool:
@@ -215,7 +215,7 @@ class PdConnector(KVConnectorBase_V1):
                     "PdConnector: this worker may use the CPU's AMX tile registers (vLLM's CPU attention runs AMX "
                     "instructions on bf16 caches)")
             rank = tp_rank() if parallelism.tp_size > 1 else 0
-            self._worker = PdWorker(settings.client(), tp_rank=rank, tp_size=parallelism.tp_size,
+            self._worker = PdWorker(settings.client(vllm_config.model_config.get_vocab_size()), tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
                                     save_timeout_s=settings.save_timeout_s)

@@ -10,7 +10,7 @@ next token hardly depends on the context, and the end-to-end tests must see a de
 a different answer than the reference (docs/vllm.md, "The CI stage").
 
 Geometry (what a pd-connector beside a vLLM instance serving this model must be configured with):
-2 layers, 2 KV heads, head dim 32. The weights are stored as float32, but vLLM's CPU backend serves a float32
+2 layers, 2 KV heads, head dim 32, a 512-token tokenizer in a model vocabulary of 201,088 (gpt-oss's). The weights are stored as float32, but vLLM's CPU backend serves a float32
 checkpoint in bfloat16 by default, so its KV cache holds 2-byte values (pd.model.dtype-bytes=2); the tests pass
 `--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks.
 """
@@ -27,7 +27,12 @@ HEADS = 4
 KV_HEADS = 2
 HEAD_DIM = HIDDEN // HEADS
 INTERMEDIATE = 256
-VOCAB = 512
+VOCAB = 512  # the tokenizer's
+# The model's vocabulary: gpt-oss's. Its embedding and output rows cover it, so a prompt may hold token ids up to
+# MODEL_VOCAB - 1 (vLLM checks ids against the larger of the tokenizer's and the model's vocabulary), as a gpt-oss
+# prompt does and pd-connector's own 151,936-id bound does not; the output rows past the tokenizer's are zero, so
+# an answer's tokens are ones the tokenizer can write.
+MODEL_VOCAB = 201_088
 MAX_POSITIONS = 4096
 WEIGHT_STD = 0.3
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -91,7 +96,7 @@ def qwen2_config(tokenizer):
 
     eos = tokenizer.token_to_id("<|endoftext|>")
     return Qwen2Config(
-        vocab_size=VOCAB,
+        vocab_size=MODEL_VOCAB,
         hidden_size=HIDDEN,
         intermediate_size=INTERMEDIATE,
         num_hidden_layers=LAYERS,
@@ -124,6 +129,8 @@ def random_weights(model, seed):
                 param.fill_(1.0)
             else:
                 values = rng.normal(0.0, WEIGHT_STD, size=tuple(param.shape)).astype(np.float32)
+                if name == "lm_head.weight":
+                    values[VOCAB:] = 0.0  # logit 0 beside 512 random ones: never the greedy choice
                 param.copy_(torch.from_numpy(values))
 
 
@@ -166,10 +173,11 @@ def main(argv):
     # The geometry a pd-connector beside this model needs, next to the model (read by the e2e harness).
     with open(os.path.join(args.out_dir, "pd-geometry.json"), "w") as f:
         json.dump({"layers": LAYERS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "vllm_dtype": "bfloat16",
-                   "dtype_bytes": 2, "vllm_cpu_block_tokens": 128}, f, indent=2, sort_keys=True)
+                   "dtype_bytes": 2, "vllm_cpu_block_tokens": 128, "model_vocab": MODEL_VOCAB}, f, indent=2,
+                  sort_keys=True)
         f.write("\n")
     print(f"tiny model in {args.out_dir}: {LAYERS} layers, {KV_HEADS} KV heads, head dim {HEAD_DIM}, "
-          f"vocab {VOCAB}, float32 weights (served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
+          f"vocab {VOCAB} (tokenizer) of {MODEL_VOCAB} (model), float32 weights (served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
 
 
 if __name__ == "__main__":

@@ -192,6 +192,36 @@ def test_a_steps_loads_go_as_one_request_of_pulls_and_one_of_releases_and_land_u
             assert torch.equal(d_layers[l][d_block], p_layers[l][p_block]), (l, p_block, d_block)
 
 
+GPT_OSS_VOCAB = 201_088   # above pd-connector's own (the reference engine's) 151,936
+
+
+@pytest.mark.parametrize("engine_channel", ["auto", "http"])
+def test_a_prompt_with_ids_of_a_larger_vocabulary_is_pulled_when_the_plugin_names_its_models(pd, engine_channel):
+    """A gpt-oss prompt has token ids pd-connector's reference engine does not know; the plugin names the
+    model's vocabulary in its pull, so D takes them (over the engine socket and over HTTP) and the KV lands."""
+    tokens = [151_935, 151_936, 200_000, GPT_OSS_VOCAB - 1, 7, 8]
+    p_kv = vllm_caches(seed=21)
+    name = f"vocab-{engine_channel}"
+    params = produce(pd, name, p_kv, [3, 5], len(tokens))
+    results, d_kv = load_on_d(pd, LoadSpec(f"{name}-d", f"{name}-d", tokens, params, [4, 6], 0),
+                              client=PdClient(pd.url, vocab_size=GPT_OSS_VOCAB), engine_channel=engine_channel)
+    assert results.finished == {f"{name}-d"} and results.failed == {}, results.failed
+    p_layers, d_layers = list(p_kv.values()), list(d_kv.values())
+    for l in range(L):
+        assert torch.equal(d_layers[l][4], p_layers[l][3]) and torch.equal(d_layers[l][6], p_layers[l][5]), l
+    assert d_holds(pd) == (0, 0)
+
+
+def test_a_token_id_beyond_the_vocabulary_the_plugin_names_is_refused_by_name(pd):
+    params = produce(pd, "vocab-over", vllm_caches(seed=22), [0], 3)
+    client = PdClient(pd.url, vocab_size=1000)
+    with pytest.raises(PdError) as e:
+        client.pull("vocab-over-d", [1, 2, 1000], params, 0)
+    assert e.value.status == 400 and "[0, 1000)" in str(e.value) and "vocab_size" in str(e.value), str(e.value)
+    PdClient(pd.url).abort("vocab-over")
+    assert d_holds(pd) == (0, 0), "a refused pull holds nothing"
+
+
 def test_a_pull_with_a_nonce_that_is_not_ps_is_declined_and_becomes_a_load_failure(pd):
     params = produce(pd, "plug-2", vllm_caches(seed=12), [0, 1], 6)
     forged = dict(params, remote_lease_nonce=params["remote_lease_nonce"] + 1)

@@ -80,7 +80,8 @@ public class ConsumerResource {
             HostKv.require(runtime.config(), checksum ? "a KV checksum" : "a reference check of pulled KV");
         }
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
-        int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds());
+        int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds(),
+                PromptInput.pullVocabulary(request.vocabSize(), checkReference));
         long start = System.nanoTime();
         // the reply is built on this request's event loop, or on a worker when it recomputes reference KV
         Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();

@@ -235,7 +235,8 @@ class EngineSocketPulls {
         }
         ConsumerFacade consumer = consumer();
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
-        int[] prompt = PromptInput.tokens(request.prompt(), tokenIds);
+        int[] prompt = PromptInput.tokens(request.prompt(), tokenIds, PromptInput.pullVocabulary(request.vocabSize(),
+                false));
         long enteredAt = System.nanoTime();
         return new Started(request.requestId(), RemotePull.submit(runtime.registry(), consumer, request.requestId(),
                 prompt, params, OptionalInt.of(request.decodeRank())), enteredAt);

@@ -20,7 +20,17 @@ final class PromptInput {
     private PromptInput() {
     }
 
+    /** The prompt's tokens, token ids bounded by the reference engine's vocabulary. */
     static int[] tokens(String prompt, int[] tokenIds) {
+        return tokens(prompt, tokenIds, TextTokenizer.VOCAB);
+    }
+
+    /**
+     * The prompt's tokens, token ids below {@code vocabulary}: the reference engine's where it computes or
+     * compares KV from them, the engine's own model's where only an engine reads the KV (a pull that names its
+     * {@code vocab_size}).
+     */
+    static int[] tokens(String prompt, int[] tokenIds, int vocabulary) {
         if ((prompt == null) == (tokenIds == null)) {
             throw InvalidInputException.of("give exactly one of prompt and token_ids");
         }
@@ -36,11 +46,28 @@ final class PromptInput {
             throw InvalidInputException.of("the prompt has no tokens");
         }
         for (int t : tokens) {
-            if (t < 0 || t >= TextTokenizer.VOCAB) {
-                throw InvalidInputException.of("token ids must be in [0, " + TextTokenizer.VOCAB + "), got " + t);
+            if (t < 0 || t >= vocabulary) {
+                throw InvalidInputException.of("token ids must be in [0, " + vocabulary + "), got " + t
+                        + (vocabulary == TextTokenizer.VOCAB ? " (the reference engine's vocabulary; an engine's pull"
+                                + " names its model's as vocab_size)" : " (the vocab_size the pull names)"));
             }
         }
         return tokens;
+    }
+
+    /**
+     * The bound of a pull's token ids: the {@code vocab_size} it names (its engine's model's vocabulary), unless
+     * the reference engine is to compare KV from them, whose vocabulary is its own.
+     */
+    static int pullVocabulary(Integer vocabSize, boolean referenceReadsTokens) {
+        if (vocabSize == null) {
+            return TextTokenizer.VOCAB;
+        }
+        if (referenceReadsTokens && vocabSize > TextTokenizer.VOCAB) {
+            throw InvalidInputException.of("matches_reference compares with the reference engine, whose vocabulary"
+                    + " is " + TextTokenizer.VOCAB + " ids; this pull names vocab_size " + vocabSize);
+        }
+        return vocabSize;
     }
 
     /** Refuses a prompt of more than {@link #MAX_TOKENS} tokens, before anything is built from it. */

@@ -68,6 +68,31 @@ class BadInputQuarkusTest {
     }
 
     @Test
+    void aPullsTokenIdsAreBoundedByTheVocabularyItNamesAndByTheReferenceEnginesWhenItComparesWithIt() {
+        Map<String, Object> params = prefill("b-vocab");
+        record Bad(List<Integer> ids, Integer vocabSize, String query, String detail) {
+        }
+        for (Bad bad : List.of(
+                new Bad(List.of(1, 2, 151_936), null, "", "[0, 151936)"),
+                new Bad(List.of(1, 2, 1_000), 1_000, "", "the vocab_size the pull names"),
+                new Bad(List.of(1, 2, 3), 201_088, "?matches_reference=true", "reference engine, whose vocabulary"))) {
+            Map<String, Object> body = new HashMap<>(Map.of("request_id", "b-vocab", "token_ids", bad.ids(),
+                    "kv_transfer_params", params));
+            if (bad.vocabSize() != null) {
+                body.put("vocab_size", bad.vocabSize());
+            }
+            given().contentType(ContentType.JSON).body(body).post("/v1/consumer/pull" + bad.query())
+                    .then().statusCode(400).contentType(PROBLEM)
+                    .body("type", equalTo("urn:pd-connector:problem:invalid-argument"))
+                    .body("detail", containsString(bad.detail()));
+        }
+        given().contentType(ContentType.JSON).body(Map.of("request_id", "b-vocab", "token_ids", List.of(1),
+                "kv_transfer_params", params, "vocab_size", 0)).post("/v1/consumer/pull")
+                .then().statusCode(400).body("violations.field", hasItem("vocab_size"));
+        pullReceived("b-vocab", params);
+    }
+
+    @Test
     void prefillWithoutDoRemoteDecodeIsRejected() {
         given().contentType(ContentType.JSON)
                 .body(Map.of("request_id", "b-3", "prompt", "x", "kv_transfer_params", Map.of()))
