@@ -53,6 +53,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 )
 from vllm.logger import init_logger
 
+from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
 from .control import PdControl
 from .cpu_tiles import request_amx_tiles
@@ -215,10 +216,11 @@ class PdConnector(KVConnectorBase_V1):
                     "PdConnector: this worker may use the CPU's AMX tile registers (vLLM's CPU attention runs AMX "
                     "instructions on bf16 caches)")
             rank = tp_rank() if parallelism.tp_size > 1 else 0
+            cache_dtype = kv_dtype.resolve(vllm_config.cache_config.cache_dtype, vllm_config.model_config.dtype)
             self._worker = PdWorker(settings.client(vllm_config.model_config.get_vocab_size()), tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
-                                    save_timeout_s=settings.save_timeout_s)
+                                    save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 
     # ---- worker side --------------------------------------------------------------------------

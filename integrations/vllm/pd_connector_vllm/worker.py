@@ -25,6 +25,7 @@ from typing import Sequence
 
 import torch
 
+from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
 from .kv_places import FileKv, PoolKv
 from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
@@ -40,10 +41,11 @@ class PdWorker:
 
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
-                 save_timeout_s: float = 30.0):
+                 save_timeout_s: float = 30.0, kv_dtype: str | None = None):
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
+        self._kv_dtype = kv_dtype  # vLLM's KV dtype by name (kv_dtype.resolve); None: only its width is checked
         self._channel = engine_channel
         self._rank = tp_rank
         self._tp = tp_size
@@ -64,6 +66,10 @@ class PdWorker:
         of the pulls and releases (RuntimeError when ``pd_engine_channel`` cannot be met)."""
         ordered = order_layers(kv_caches)
         geometry = PdGeometry.from_layout(layout)
+        if self._kv_dtype is not None:
+            problems = kv_dtype.check(self._kv_dtype, layout.get("kv_dtype"))
+            if problems:
+                raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: " + "; ".join(problems))
         layers = [t for _, t in ordered]
         if layout.get("pools"):
             if self._tp != geometry.tp_size:

@@ -27,6 +27,9 @@ public record KvLayoutResponse(
         @JsonProperty("head_dim") int headDim,
         @JsonProperty("block_tokens") int blockTokens,
         @JsonProperty("dtype_bytes") int dtypeBytes,
+        @JsonProperty("kv_dtype") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
+                "the KV cache's element type by name (pd.model.kv-dtype: bfloat16, float16, float32, fp8_e4m3,"
+                        + " fp8_e5m2); absent when only its width is configured") String kvDtype,
         @JsonProperty("block_bytes") long blockBytes,
         String block,
         @JsonProperty("byte_order") String byteOrder,
@@ -39,21 +42,22 @@ public record KvLayoutResponse(
     static KvLayoutResponse of(String engineId, String role, int tp, int numBlocks, ModelGeometry g,
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
-                g.headDim(), g.blockTokens(), g.dtypeBytes(), g.blockBytes(tp),
+                g.headDim(), g.blockTokens(), g.dtypeBytes(), g.kvDtype() == null ? null : g.kvDtype().wire(),
+                g.blockBytes(tp),
                 "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification, null, null);
     }
 
     /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
     KvLayoutResponse withPools(List<PoolShare> shares) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, blockBytes, block, byteOrder, leaseVerification,
+                blockTokens, dtypeBytes, kvDtype, blockBytes, block, byteOrder, leaseVerification,
                 shares.stream().map(Pool::of).toList(), engineSocket);
     }
 
     /** The same layout naming the engine socket. */
     KvLayoutResponse withEngineSocket(String path) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, blockBytes, block, byteOrder, leaseVerification, pools, path);
+                blockTokens, dtypeBytes, kvDtype, blockBytes, block, byteOrder, leaseVerification, pools, path);
     }
 
     /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */

@@ -1,5 +1,6 @@
 package io.pdconnector.config;
 
+import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -19,7 +20,8 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
     }
 
     public static ModelGeometry geometry(PdConfig.Model m) {
-        return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes());
+        return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes(),
+                m.kvDtype().map(KvDtype::of).orElse(null));
     }
 
     private static ProducerConfig producer(PdConfig pd, ModelGeometry geometry, int httpPort) {

@@ -1,5 +1,6 @@
 package io.pdconnector.config;
 
+import io.pdconnector.kv.KvDtype;
 import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
@@ -98,6 +99,14 @@ public interface PdConfig {
         @WithDefault("16") @Min(1) int blockTokens();
 
         @WithDefault("2") @Min(1) @Max(8) int dtypeBytes();
+
+        /**
+         * The KV cache's element type by name ({@code bfloat16}, {@code float16}, {@code float32},
+         * {@code fp8_e4m3}, {@code fp8_e5m2}; its width must be {@code dtype-bytes}): part of the handshake, so a
+         * peer of another type is refused by name. Unset: peers agree on the width alone. The vLLM plugin
+         * refuses a quantized (fp8) cache unless it is set.
+         */
+        Optional<@Pattern(regexp = KvDtype.NAMES) String> kvDtype();
     }
 
     interface Lease {

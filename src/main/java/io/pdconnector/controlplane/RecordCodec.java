@@ -4,6 +4,8 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.kv.KvDtype;
+import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.protocol.HandshakeMetadata;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -23,7 +25,7 @@ public final class RecordCodec {
     private static final Pattern HOST = Pattern.compile("[A-Za-z0-9.:\\[\\]-]{1,255}");
 
     private final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES,
-            false).addMixIn(HandshakeMetadata.class, HostKvUnsaid.class);
+            false).addMixIn(HandshakeMetadata.class, HostKvUnsaid.class).addMixIn(ModelGeometry.class, KvDtypeUnsaid.class);
 
     /**
      * A rank whose KV is in host memory is written without {@code kvMemory} and {@code kvDevice}, byte for byte
@@ -35,6 +37,12 @@ public final class RecordCodec {
 
         @JsonInclude(JsonInclude.Include.NON_DEFAULT)
         abstract int kvDevice();
+    }
+
+    /** A geometry whose KV dtype has no name is written without it, byte for byte as before names existed. */
+    public abstract static class KvDtypeUnsaid {
+        @JsonInclude(JsonInclude.Include.NON_NULL)
+        abstract KvDtype kvDtype();
     }
 
     /** Jackson's value filter: equal to what is left out. */

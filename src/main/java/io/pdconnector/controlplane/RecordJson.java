@@ -1,6 +1,7 @@
 package io.pdconnector.controlplane;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.quarkus.jackson.ObjectMapperCustomizer;
 import jakarta.inject.Singleton;
@@ -14,6 +15,7 @@ public class RecordJson implements ObjectMapperCustomizer {
 
     @Override
     public void customize(ObjectMapper mapper) {
-        mapper.addMixIn(HandshakeMetadata.class, RecordCodec.HostKvUnsaid.class);
+        mapper.addMixIn(HandshakeMetadata.class, RecordCodec.HostKvUnsaid.class)
+                .addMixIn(ModelGeometry.class, RecordCodec.KvDtypeUnsaid.class);
     }
 }

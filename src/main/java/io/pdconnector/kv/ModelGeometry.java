@@ -1,6 +1,7 @@
 package io.pdconnector.kv;
 
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
@@ -13,10 +14,14 @@ import java.util.HexFormat;
  * {@code dtypeBytes} little-endian. The heads of a rank are innermost-but-two, so a contiguous range
  * of heads is {@code layers * 2} contiguous runs per block, and all heads of a rank are one run.
  */
-public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes) {
+public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype) {
 
     public static final ModelGeometry DEFAULT = new ModelGeometry(24, 2, 64, 16, 2);
 
+    /**
+     * {@code kvDtype} names the element type, or is null where only its width was configured (then peers agree
+     * on the width alone, as before names existed).
+     */
     public ModelGeometry {
         requireRange("layers", layers, 1, 4096);
         requireRange("kvHeads", kvHeads, 1, 4096);
@@ -25,6 +30,15 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
         if (dtypeBytes != 1 && dtypeBytes != 2 && dtypeBytes != 4) {
             throw new IllegalArgumentException("dtypeBytes must be 1, 2 or 4, got " + dtypeBytes);
         }
+        if (kvDtype != null && kvDtype.bytes() != dtypeBytes) {
+            throw new IllegalArgumentException("the KV dtype " + kvDtype.wire() + " is " + kvDtype.bytes()
+                    + " bytes, not the " + dtypeBytes + " the geometry says");
+        }
+    }
+
+    /** A geometry whose element type is known by its width only. */
+    public ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes) {
+        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, null);
     }
 
     public int headsPerRank(int tp) {
@@ -49,11 +63,15 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
         return (tokens + blockTokens - 1) / blockTokens;
     }
 
-    /** Hash over the geometry and the connector version: peers must agree on it to exchange KV. */
+    /**
+     * Hash over the geometry and the connector version: peers must agree on it to exchange KV. A named KV dtype
+     * is part of it; an unnamed one leaves the hash as it was before names existed.
+     */
     public String compatHash(int connectorVersion) {
-        ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3);
+        byte[] name = kvDtype == null ? new byte[0] : kvDtype.wire().getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3 + name.length);
         buf.putInt(layers).putInt(kvHeads).putInt(headDim).putInt(blockTokens).putInt(dtypeBytes)
-                .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D');
+                .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D').put(name);
         try {
             byte[] digest = MessageDigest.getInstance("SHA-256").digest(buf.array());
             return HexFormat.of().formatHex(digest, 0, 16);

@@ -28,6 +28,7 @@ class KvLayoutQuarkusTest {
                 .body("head_dim", equalTo(64))
                 .body("block_tokens", equalTo(16))
                 .body("dtype_bytes", equalTo(2))
+                .body("$", not(hasKey("kv_dtype"))) // pd.model.kv-dtype unset: the width alone
                 .body("block_bytes", equalTo(196_608))
                 .body("block", equalTo("[layer][k|v][head][token][dim], the rank's heads only"))
                 .body("byte_order", equalTo("little-endian"))
@@ -39,6 +40,7 @@ class KvLayoutQuarkusTest {
         given().get("/v1/registry/self").then().statusCode(200)
                 .body("ranks[0].kvBase", org.hamcrest.Matchers.greaterThan(0L))
                 .body("ranks[0]", not(hasKey("kvMemory")))
-                .body("ranks[0]", not(hasKey("kvDevice")));
+                .body("ranks[0]", not(hasKey("kvDevice")))
+                .body("ranks[0].geometry", not(hasKey("kvDtype")));
     }
 }

@@ -3,6 +3,7 @@ package io.pdconnector.config;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
 import java.nio.file.Path;
@@ -36,6 +37,15 @@ class ConnectorSettingsTest {
     }
 
     @Test
+    void aKvDtypeNameOfAnotherWidthThanDtypeBytesStopsTheStartSayingBoth() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ConnectorSettings.from(pd(Map.of("pd.model.kv-dtype", "fp8_e4m3")), 8080));
+        assertEquals("the KV dtype fp8_e4m3 is 1 bytes, not the 2 the geometry says", e.getMessage());
+        assertEquals(new ModelGeometry(24, 2, 64, 16, 1, KvDtype.FP8_E4M3), ConnectorSettings.from(pd(Map.of(
+                "pd.model.kv-dtype", "fp8_e4m3", "pd.model.dtype-bytes", "1")), 8080).geometry());
+    }
+
+    @Test
     void everyKeyReachesItsSettingByName() {
         ConnectorSettings s = ConnectorSettings.from(pd(Map.ofEntries(
                 Map.entry("pd.engine-id", "p1"),
@@ -46,6 +56,7 @@ class ConnectorSettingsTest {
                 Map.entry("pd.model.head-dim", "32"),
                 Map.entry("pd.model.block-tokens", "8"),
                 Map.entry("pd.model.dtype-bytes", "4"),
+                Map.entry("pd.model.kv-dtype", "float32"),
                 Map.entry("pd.kv.num-blocks", "100"),
                 Map.entry("pd.kv.max-num-seqs", "9"),
                 Map.entry("pd.kv.shm-dir", "/tmp/kv"),
@@ -69,7 +80,7 @@ class ConnectorSettingsTest {
                 Map.entry("pd.loop.producer-idle-park", "40ms"),
                 Map.entry("pd.loop.stall-threshold", "20s"))), 9090);
 
-        ModelGeometry g = new ModelGeometry(4, 8, 32, 8, 4);
+        ModelGeometry g = new ModelGeometry(4, 8, 32, 8, 4, KvDtype.FLOAT32);
         assertEquals(g, s.geometry());
         assertEquals(ProducerConfig.builder("p1", Path.of("/tmp/state")).advertised("10.0.0.7", 9090).tpSize(2)
                 .geometry(g).blocks(100, 9, 7).kvShmDir(Path.of("/tmp/kv")).leaseDuration(Duration.ofSeconds(12))

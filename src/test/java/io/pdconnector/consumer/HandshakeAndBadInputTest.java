@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.UntrustedPeerException;
+import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.producer.ProducerFixture;
 import io.pdconnector.protocol.HandshakeMetadata;
@@ -56,6 +57,25 @@ class HandshakeAndBadInputTest {
         e = assertThrows(IncompatiblePeerException.class, () -> cluster.pull(other, "a", prompt(1, 10), a));
         assertTrue(e.getMessage().contains("compatibility hash"), e.getMessage());
         assertEquals(0, d.snapshot().peers(), "nothing was loaded for a refused peer");
+        cluster.lapseAll();
+        cluster.assertNoLeak();
+    }
+
+    @Test
+    void aDecoderOfAnotherKvDtypeOfTheSameWidthIsRefusedAtTheHandshakeNamingBoth() {
+        ModelGeometry bf16 = new ModelGeometry(2, 2, 8, 4, 2, KvDtype.BFLOAT16);
+        ProducerFixture p = cluster.producer(cluster.producerConfig("p").geometry(bf16));
+        KvTransferParams a = cluster.prefill(p, "a", promptA);
+        ConsumerFixture fp16 = cluster.consumer(cluster.consumerConfig("d").geometry(
+                new ModelGeometry(2, 2, 8, 4, 2, KvDtype.FLOAT16)));
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> cluster.pull(fp16, "a", promptA, a));
+        assertTrue(e.getMessage().contains("kvDtype=BFLOAT16") && e.getMessage().contains("kvDtype=FLOAT16"),
+                e.getMessage());
+        assertEquals(0, fp16.snapshot().peers(), "nothing was loaded for a refused peer");
+        ConsumerFixture same = cluster.consumer(cluster.consumerConfig("d2").geometry(bf16));
+        assertEquals(PullState.RECEIVED, cluster.pull(same, "a", promptA, a).state(), "the same type is taken");
+        cluster.release(same, "a");
         cluster.lapseAll();
         cluster.assertNoLeak();
     }

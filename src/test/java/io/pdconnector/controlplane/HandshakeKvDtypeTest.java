@@ -1,0 +1,75 @@
+package io.pdconnector.controlplane;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pdconnector.error.IncompatiblePeerException;
+import io.pdconnector.kv.KvDtype;
+import io.pdconnector.kv.ModelGeometry;
+import io.pdconnector.protocol.HandshakeMetadata;
+import io.pdconnector.testing.Cluster;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The KV cache's element type by name in the handshake: bytes of one fp8 format read as the other (or bfloat16
+ * as float16) are another model's KV, so a named type is part of the compatibility hash and a peer of another
+ * type is refused, naming both. A geometry with no name hashes and is written as before names existed.
+ */
+class HandshakeKvDtypeTest {
+
+    private static final int V = HandshakeMetadata.CONNECTOR_VERSION;
+    private static final ModelGeometry UNNAMED = new ModelGeometry(2, 2, 8, 4, 1);
+    private static final ModelGeometry E4M3 = named(KvDtype.FP8_E4M3);
+    private static final ModelGeometry E5M2 = named(KvDtype.FP8_E5M2);
+    private final RecordCodec codec = new RecordCodec();
+
+    private static ModelGeometry named(KvDtype dtype) {
+        return new ModelGeometry(2, 2, 8, 4, 1, dtype);
+    }
+
+    private static HandshakeMetadata rank(ModelGeometry g) {
+        return new HandshakeMetadata("p", 0, 1, "p-p0", new byte[] {1, 2}, 1 << 20, 8L * g.blockBytes(1), g,
+                HandshakeMetadata.LAYOUT, 8, 0, 0, V, g.compatHash(V));
+    }
+
+    private static InstanceRecord record(HandshakeMetadata m) {
+        return new InstanceRecord("p", "producer", "127.0.0.1", 8080, 1, "e1", V, m.compatHash(), List.of(m),
+                InstanceRecord.Capacity.UNKNOWN, true, 1);
+    }
+
+    @Test
+    void aPeerWithAnotherKvDtypeOfTheSameWidthIsRefusedNamingBoth() {
+        assertNotEquals(E4M3.compatHash(V), E5M2.compatHash(V));
+        assertNotEquals(E4M3.compatHash(V), UNNAMED.compatHash(V), "a named type is not the unnamed width");
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> rank(E5M2).requireCompatible(E4M3, V));
+        assertTrue(e.getMessage().contains("kvDtype=FP8_E5M2") && e.getMessage().contains("kvDtype=FP8_E4M3"),
+                e.getMessage());
+        assertThrows(IncompatiblePeerException.class, () -> rank(UNNAMED).requireCompatible(E4M3, V));
+        rank(E4M3).requireCompatible(E4M3, V);
+    }
+
+    @Test
+    void aNamedTypeSurvivesTheRegistryAndAnUnnamedOneIsWrittenAsBefore() {
+        HandshakeMetadata m = codec.decode(codec.encode(record(rank(E4M3)))).ranks().getFirst();
+        assertEquals(KvDtype.FP8_E4M3, m.geometry().kvDtype());
+        m.requireCompatible(E4M3, V);
+        String unnamed = codec.toText(record(rank(UNNAMED)));
+        assertFalse(unnamed.contains("kvDtype"), "an unnamed geometry's record is today's: " + unnamed);
+        assertEquals(UNNAMED, codec.decode(codec.encode(record(rank(UNNAMED)))).ranks().getFirst().geometry());
+        assertEquals(new ModelGeometry(2, 2, 8, 4, 2).compatHash(V), Cluster.SMALL.compatHash(V));
+    }
+
+    @Test
+    void aNameOfAnotherWidthThanTheGeometrysIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new ModelGeometry(2, 2, 8, 4, 2, KvDtype.FP8_E4M3));
+        assertTrue(e.getMessage().contains("fp8_e4m3 is 1 bytes, not the 2"), e.getMessage());
+        assertEquals(KvDtype.BFLOAT16, KvDtype.of("bfloat16"));
+        assertThrows(IllegalArgumentException.class, () -> KvDtype.of("fp8_inc"));
+    }
+}
