@@ -180,6 +180,7 @@ class Endpoint:
 
 # The KV dtypes a fleet can serve the model in: vLLM's --dtype and pd-connector's pd.model.dtype-bytes.
 DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
+KV_DTYPE_NAMES = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}  # pd.model.kv-dtype of each
 
 
 class Fleet:
@@ -189,7 +190,7 @@ class Fleet:
     tensor-parallel fleets run float32, because vLLM's TP 2 sums a layer's partial products in another order
     than TP 1, and in bfloat16 that alone changes some greedy answers of the random-weight test model."""
 
-    def __init__(self, label: str, dtype: str | None = None):
+    def __init__(self, label: str, dtype: str | None = None, kv_cache_dtype: str | None = None):
         self.label = label
         self.processes: list[Process] = []
         self.stopped: list[Process] = []
@@ -197,6 +198,11 @@ class Fleet:
         self.geometry = geometry()
         if dtype is not None:
             self.geometry = dict(self.geometry, vllm_dtype=dtype, dtype_bytes=DTYPE_BYTES[dtype])
+        # `kv_cache_dtype` (fp8, fp8_e4m3, fp8_e5m2) quantizes every vLLM's KV cache (--kv-cache-dtype), and every
+        # pd-connector names it (pd.model.kv-dtype) with its 1-byte width
+        self.kv_cache_dtype = kv_cache_dtype
+        if kv_cache_dtype is not None:
+            self.geometry = dict(self.geometry, dtype_bytes=1, kv_dtype=KV_DTYPE_NAMES[kv_cache_dtype])
 
     def __enter__(self) -> "Fleet":
         return self
@@ -239,6 +245,8 @@ class Fleet:
         cmd += ["--kv-cache-memory-bytes", str(VLLM_KV_BYTES)]
         if max_num_seqs is not None:
             cmd += ["--max-num-seqs", str(max_num_seqs)]
+        if self.kv_cache_dtype is not None:
+            cmd += ["--kv-cache-dtype", self.kv_cache_dtype]
         if tp > 1:
             cmd += ["--tensor-parallel-size", str(tp), "--distributed-executor-backend", "mp"]
         if kv_transfer_config is not None:
@@ -310,6 +318,8 @@ class Fleet:
             # D's pull declines (409 with the reason); what the engine does then is vLLM's kv_load_failure_policy.
             "pd.consumer.failure-policy": "fail",
         }
+        if "kv_dtype" in g:
+            props["pd.model.kv-dtype"] = g["kv_dtype"]
         if peers:
             props["pd.registry.store"] = "static"
             props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)

@@ -99,14 +99,22 @@ class OpenApiDocumentQuarkusTest {
     @Test
     void tokenIds_areDocumentedAsIdsInTheVocabulary() throws Exception {
         JsonNode doc = document();
-        for (String schema : List.of("PrefillRequest", "PullRequest")) {
-            JsonNode tokenIds = doc.at("/components/schemas/" + schema + "/properties/token_ids");
-            assertEquals(PromptInput.MAX_TOKENS, tokenIds.path("maxItems").asInt(), schema);
-            assertEquals("#/components/schemas/TokenId", tokenIds.at("/items/$ref").asText(), schema);
+        for (var schema : Map.of("PrefillRequest", "TokenId", "PullRequest", "PullTokenId").entrySet()) {
+            JsonNode tokenIds = doc.at("/components/schemas/" + schema.getKey() + "/properties/token_ids");
+            assertEquals(PromptInput.MAX_TOKENS, tokenIds.path("maxItems").asInt(), schema.getKey());
+            assertEquals("#/components/schemas/" + schema.getValue(), tokenIds.at("/items/$ref").asText(),
+                    schema.getKey());
         }
         JsonNode tokenId = doc.at("/components/schemas/TokenId");
         assertEquals(0, tokenId.path("minimum").asInt());
         assertEquals(TextTokenizer.VOCAB - 1, tokenId.path("maximum").asInt());
+        // a pull's ids are bounded by the vocab_size it names (an engine's model's), else by the reference's
+        JsonNode pullTokenId = doc.at("/components/schemas/PullTokenId");
+        assertEquals(0, pullTokenId.path("minimum").asInt());
+        assertTrue(pullTokenId.path("maximum").isMissingNode(), pullTokenId.toString());
+        JsonNode vocabSize = doc.at("/components/schemas/PullRequest/properties/vocab_size");
+        assertEquals(1, vocabSize.path("minimum").asInt(), vocabSize.toString());
+        assertEquals(PullRequest.MAX_VOCAB, vocabSize.path("maximum").asInt(), vocabSize.toString());
     }
 
     private static boolean allowsNull(JsonNode property) {
