@@ -24,6 +24,11 @@ public final class UcxGpuTransport {
 
     /** UCX_TLS names under which UCX's same-node GPU transport is allowed. */
     private static final List<String> GPU_TLS = List.of("all", "cuda", "cuda_ipc");
+    /**
+     * UCX_TLS names under which UCX's CUDA copy transport is allowed: NIXL 1.5.1 refuses a UCX_TLS naming
+     * cuda_ipc without one of them, stopping the start with its own message.
+     */
+    private static final List<String> COPY_TLS = List.of("all", "cuda", "cuda_copy");
 
     private UcxGpuTransport() {
     }
@@ -43,9 +48,16 @@ public final class UcxGpuTransport {
             if (exclusion && listed.stream().anyMatch(n -> n.equals("cuda") || n.equals("cuda_ipc"))) {
                 return Optional.of("UCX_TLS=" + tls + " excludes cuda_ipc, UCX's GPU transport");
             }
+            if (exclusion && listed.contains("cuda_copy")) {
+                return Optional.of("UCX_TLS=" + tls + " excludes cuda_copy, which NIXL needs beside cuda_ipc");
+            }
             if (!exclusion && listed.stream().noneMatch(GPU_TLS::contains)) {
                 return Optional.of("UCX_TLS=" + tls + " does not allow cuda_ipc, UCX's GPU transport (list cuda_ipc, "
                         + "cuda or all, or unset UCX_TLS)");
+            }
+            if (!exclusion && listed.stream().noneMatch(COPY_TLS::contains)) {
+                return Optional.of("UCX_TLS=" + tls + " names cuda_ipc without cuda_copy, which NIXL refuses (add "
+                        + "cuda_copy, or list cuda or all)");
             }
         }
         String override = env.get("UCX_MODULE_DIR");

@@ -25,7 +25,8 @@ class UcxGpuTransportTest {
     @Test
     void unsetOrGpuListingUcxTlsPasses() throws IOException {
         Path dir = withCudaModule();
-        for (String tls : new String[] {null, "", "all", "cuda_ipc,cuda_copy,tcp", "sm,self,cuda", "^tcp", "rc,CUDA_IPC"}) {
+        for (String tls : new String[] {null, "", "all", "cuda_ipc,cuda_copy,tcp", "sm,self,cuda", "^tcp",
+                "rc,CUDA_IPC,Cuda_Copy"}) {
             Map<String, String> env = tls == null ? Map.of() : Map.of("UCX_TLS", tls);
             assertEquals(Optional.empty(), UcxGpuTransport.problem(env, dir), "UCX_TLS=" + tls);
         }
@@ -37,6 +38,20 @@ class UcxGpuTransportTest {
         for (String tls : new String[] {"tcp", "sm,self,tcp", "cuda_copy,tcp", "^cuda_ipc", "^cuda,ib"}) {
             Optional<String> p = UcxGpuTransport.problem(Map.of("UCX_TLS", tls), dir);
             assertTrue(p.isPresent() && p.get().startsWith("UCX_TLS=" + tls) && p.get().contains("cuda_ipc"),
+                    tls + ": " + p);
+        }
+    }
+
+    /**
+     * NIXL 1.5.1 stops its own start on a UCX_TLS that names cuda_ipc without cuda_copy (or cuda, or all), with a
+     * message of its own: pd-connector says so first, in its sentence.
+     */
+    @Test
+    void aUcxTlsWithCudaIpcButWithoutCudaCopyIsRefusedNamingCudaCopy() throws IOException {
+        Path dir = withCudaModule();
+        for (String tls : new String[] {"cuda_ipc,tcp", "rc,CUDA_IPC", "cuda_ipc", "^cuda_copy", "^tcp,cuda_copy"}) {
+            Optional<String> p = UcxGpuTransport.problem(Map.of("UCX_TLS", tls), dir);
+            assertTrue(p.isPresent() && p.get().startsWith("UCX_TLS=" + tls) && p.get().contains("cuda_copy"),
                     tls + ": " + p);
         }
     }
