@@ -25,7 +25,9 @@ at start-up, and anything else is refused by name (UnsupportedLayout):
 
 One copy of ``n`` blocks is two kernels per layer (an index_select of the blocks, an index_copy_ into the
 other side), on the cache's device. With a CUDA cache the copies run on a side stream that first waits for
-the compute stream (P: the forward that wrote the KV), and each returns a CopyDone whose CUDA event orders
+vLLM's stream: P's gather, on vLLM's thread, for its current stream (the forward that wrote the KV); D's scatter,
+on a load thread, for the event the load's step recorded on vLLM's stream (``engine_order``: the zeroing of the
+blocks it fills came before). Each returns a CopyDone whose CUDA event orders
 what comes after: P commits to pd-connector only once ``done()`` (the bytes are in the pool that D READs);
 D reports a load finished only once ``done()`` and before that makes the compute stream wait
 (``order_compute_stream()``) so no forward reads a block half-written; neither side may reuse the pool
@@ -180,12 +182,15 @@ class BlockCopier:
     it is thread-confined to its caller like the worker it serves.
     """
 
-    def __init__(self, layout: CacheLayout, layers: Sequence[torch.Tensor], pd: PdGeometry) -> None:
+    def __init__(self, layout: CacheLayout, layers: Sequence[torch.Tensor], pd: PdGeometry, streams=None) -> None:
+        """``streams`` is the CUDA stream API (``torch.cuda`` for CUDA layer tensors, none for CPU ones; tests
+        give a recording stand-in)."""
         self._layout = layout
         self._layers = list(layers)
         self._pd = pd
         self._device = self._layers[0].device
-        self._stream = torch.cuda.Stream(device=self._device) if self._device.type == "cuda" else None
+        self._cuda = streams if streams is not None else (torch.cuda if self._device.type == "cuda" else None)
+        self._stream = self._cuda.Stream(device=self._device) if self._cuda is not None else None
 
     @property
     def layout(self) -> CacheLayout:
@@ -216,12 +221,26 @@ class BlockCopier:
                 pool[:, l].index_copy_(0, dst_idx, blocks)
             return self._record()
 
-    def scatter(self, pool: torch.Tensor, pool_blocks: Sequence[int], vllm_blocks: Sequence[int]) -> CopyDone:
-        """D: pool blocks -> vLLM blocks, in order (pool_blocks[i] into vllm_blocks[i])."""
+    def engine_order(self) -> "torch.cuda.Event | None":
+        """An event recorded now on the calling thread's current stream: called on vLLM's thread in its step
+        (``start_load_kv``), it marks what vLLM queued before the loads began, the zeroing of newly allocated
+        blocks among it; None without CUDA."""
+        if self._stream is None:
+            return None
+        event = self._cuda.Event()
+        event.record(self._cuda.current_stream(self._device))
+        return event
+
+    def scatter(self, pool: torch.Tensor, pool_blocks: Sequence[int], vllm_blocks: Sequence[int],
+                after: "torch.cuda.Event | None" = None) -> CopyDone:
+        """D: pool blocks -> vLLM blocks, in order (pool_blocks[i] into vllm_blocks[i]), after ``after`` (the
+        :meth:`engine_order` of the step that started the load). A load runs on a load thread, whose current
+        stream is not vLLM's: waiting for it instead would let vLLM's zeroing of the same blocks land after the
+        copy, or make the copy wait for every forward (the legacy default stream)."""
         self._check(vllm_blocks, pool, pool_blocks)
         if not vllm_blocks:
             return CopyDone()
-        with self._on_side_stream():
+        with self._on_side_stream(after):
             src_idx = self._index(pool_blocks, pool.device)
             dst_idx = self._index(vllm_blocks, self._device)
             for l, t in enumerate(self._layers):
@@ -249,17 +268,21 @@ class BlockCopier:
     def _index(ids: Sequence[int], device: torch.device) -> torch.Tensor:
         return torch.tensor(list(ids), dtype=torch.long, device=device)
 
-    def _on_side_stream(self):
+    def _on_side_stream(self, after: "torch.cuda.Event | None" = None):
         if self._stream is None:
             return _NoStream()
-        # the side stream sees everything queued on the compute stream before this copy (P: the forward)
-        self._stream.wait_stream(torch.cuda.current_stream(self._device))
-        return torch.cuda.stream(self._stream)
+        if after is not None:
+            self._stream.wait_event(after)
+        else:
+            # P's gather, on vLLM's thread in its step: the side stream sees everything queued on the compute
+            # stream before this copy (the forward that wrote the KV)
+            self._stream.wait_stream(self._cuda.current_stream(self._device))
+        return self._cuda.stream(self._stream)
 
     def _record(self) -> CopyDone:
         if self._stream is None:
             return CopyDone()
-        event = torch.cuda.Event()
+        event = self._cuda.Event()
         event.record(self._stream)
         return CopyDone(event, self._device)
 

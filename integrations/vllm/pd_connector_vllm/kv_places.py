@@ -46,8 +46,12 @@ class FileKv:
         dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
         write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks, only_layers, self._views)
 
+    def engine_order(self) -> None:
+        """Nothing to order: the copies into a CPU cache run on the load thread, done when they return."""
+        return None
+
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
-             epoch: int | None = None) -> str | None:
+             epoch: int | None = None, after: None = None) -> str | None:
         """None once vLLM's blocks hold the pulled ones, else why not. With the pull's ``epoch``, the blocks'
         epochs are read after the copy: one that changed means a later pull got the block while it was copied,
         and the load fails (``kv-released-early``), its bytes in vLLM's blocks not to be used."""
@@ -106,11 +110,11 @@ class PoolKv:
     def __init__(self, backend: str, layers: Sequence[torch.Tensor], g: PdGeometry, rank: int,
                  layout: dict[str, Any], fetch_layout: Callable[[], dict[str, Any]], check_s: float = 0.0,
                  opener: Callable[[dict[str, Any], torch.device], IpcPool] = open_ipc_pool,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, streams=None) -> None:
         self._layers = list(layers)
         self._g = g
         self._rank = rank
-        self._copier = BlockCopier(resolve_layout(backend, self._layers, g), self._layers, g)
+        self._copier = BlockCopier(resolve_layout(backend, self._layers, g), self._layers, g, streams)
         self._fetch, self._check_s, self._opener, self._clock = fetch_layout, check_s, opener, clock
         # one copy at a time: P's saves and D's load threads share the copier's side stream and the mapping
         self._lock = threading.Lock()
@@ -127,8 +131,12 @@ class PoolKv:
             del pool
             done.wait()
 
+    def engine_order(self) -> "torch.cuda.Event | None":
+        """What a load started now must come after on vLLM's stream (BlockCopier.engine_order)."""
+        return self._copier.engine_order()
+
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
-             epoch: int | None = None) -> str | None:
+             epoch: int | None = None, after: "torch.cuda.Event | None" = None) -> str | None:
         if epoch is not None:
             return "bad-answer: a pull into a VRAM pool names a blocks_epoch; pools have no epoch table"
         with self._lock:
@@ -136,7 +144,7 @@ class PoolKv:
             pool = self._pool.blocks(self._layers[0].dtype, self._g.block_shape())
             if any(b < 0 or b >= pool.shape[0] for b in pd_blocks):
                 return f"bad-blocks: D blocks {pd_blocks} outside the VRAM pool's {pool.shape[0]}"
-            done = self._copier.scatter(pool, pd_blocks, vllm_blocks)
+            done = self._copier.scatter(pool, pd_blocks, vllm_blocks, after)
             del pool
             done.wait()
             return None

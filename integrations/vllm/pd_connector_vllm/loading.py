@@ -69,12 +69,20 @@ class PdLoader:
         self._lock = threading.Lock()
         self._results = LoadResults()
         self._batches = False
+        # request id -> what its copy must come after on vLLM's stream (BlockCopier.engine_order), set on vLLM's
+        # thread before the load is submitted, taken by the load's copy or its report
+        self._order: dict[str, object] = {}
 
     def batch(self, batches: bool) -> None:
         """Whether a step's pulls and releases go as one request each (the channel reads op pulls)."""
         self._batches = batches
 
-    def start(self, loads: list[LoadSpec], releases: list[LoadSpec]) -> None:
+    def start(self, loads: list[LoadSpec], releases: list[LoadSpec], after: object | None = None) -> None:
+        """Submits the step's loads and release-only pulls; each load's copy comes after ``after``, vLLM's
+        engine order of this step (None: nothing to order, a CPU cache)."""
+        if after is not None:
+            for spec in loads:
+                self._order[spec.request_id] = after
         if self._batches:
             for chunk in _chunks([(s, True) for s in loads] + [(s, False) for s in releases]):
                 self._pool.submit(self._batch, chunk)
@@ -248,12 +256,14 @@ class PdLoader:
         if end > n_total:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}", ()
         pd_blocks = [int(b) for b in block_ids[spec.first_pd_block:end]]
-        reason = kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch)
+        after = self._order.pop(spec.request_id, None)
+        reason = kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch, after)
         if reason is not None:
             return reason, ()
         return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
 
     def _report(self, request_id: str, reason: str | None) -> None:
+        self._order.pop(request_id, None)  # a load that failed before its copy
         with self._lock:
             self._results.finished.add(request_id)
             if reason is not None:

@@ -140,7 +140,10 @@ class PdWorker:
     # ---- D ------------------------------------------------------------------------------------
 
     def start_loads(self, loads: list[LoadSpec], releases: list[LoadSpec]) -> None:
-        self._loader.start(loads, releases)
+        """On vLLM's thread in its step (start_load_kv): the loads' copies come after what vLLM queued so far on
+        its stream, the zeroing of the blocks they fill among it, whichever thread runs them."""
+        after = self._kv.engine_order() if loads and self._kv is not None else None
+        self._loader.start(loads, releases, after)
 
     def take_results(self) -> LoadResults:
         return self._loader.take_results()

@@ -5,7 +5,9 @@ on vLLM's GPU or refused; a new incarnation is opened again, the old mapping clo
 The side stream and CUDA events themselves need a GPU: that case says DID NOT RUN here."""
 
 import base64
+import contextlib
 import functools
+import threading
 
 import pytest
 import torch
@@ -41,7 +43,7 @@ class Clock:
         return self.now
 
 
-def vram_worker(client, driver, layout=None, clock=None, kv=None, check_s=2.0):
+def vram_worker(client, driver, layout=None, clock=None, kv=None, check_s=2.0, streams=None):
     opened = []
 
     def opener(e, device):
@@ -52,7 +54,7 @@ def vram_worker(client, driver, layout=None, clock=None, kv=None, check_s=2.0):
 
     w = PdWorker(client, tp_rank=0, tp_size=1, load_threads=2)
     kv = kv if kv is not None else caches()
-    pool_kv = functools.partial(PoolKv, opener=opener, clock=clock or Clock(), check_s=check_s)
+    pool_kv = functools.partial(PoolKv, opener=opener, clock=clock or Clock(), check_s=check_s, streams=streams)
     w.register(kv, layout or vram_layout(), gpu_layout.CPU_ATTN, pool_kv=pool_kv)
     return w, kv, opened
 
@@ -115,6 +117,81 @@ def test_d_scatters_from_the_pool_then_releases_and_reports(monkeypatch):
     for l in range(L):
         assert torch.equal(d_layers[l][5], p_layers[l][2]) and torch.equal(d_layers[l][1], p_layers[l][4])
         assert not d_layers[l][0].any()
+    w.shutdown()
+
+
+class FakeStreams:
+    """torch.cuda's stream API as the copier uses it, recording what the side stream waited on before each copy.
+    Each thread has its own current stream: ``use(name)`` names the calling thread's (a thread that never did is on
+    the default stream, as a load thread is)."""
+
+    def __init__(self):
+        self.waits = []
+        self._local = threading.local()
+
+    def use(self, name):
+        self._local.name = name
+
+    def Stream(self, device=None):
+        return _FakeStream(self, "side")
+
+    def current_stream(self, device=None):
+        return _FakeStream(self, getattr(self._local, "name", "default"))
+
+    def stream(self, s):
+        return contextlib.nullcontext()
+
+    def Event(self):
+        return _FakeEvent()
+
+
+class _FakeStream:
+    def __init__(self, api, name):
+        self.api, self.name = api, name
+
+    def wait_event(self, event):
+        self.api.waits.append(f"{self.name} waits for an event recorded on {event.recorded_on}")
+
+    def wait_stream(self, other):
+        self.api.waits.append(f"{self.name} waits for stream {other.name}")
+
+
+class _FakeEvent:
+    recorded_on = None
+
+    def record(self, stream):
+        self.recorded_on = stream.name
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+
+def test_ds_copy_comes_after_what_vllm_queued_before_the_load_not_after_the_load_threads_stream():
+    """vLLM zeroes newly allocated blocks on its own stream and starts the connector's loads after that, in its
+    step. The load's copy runs on a load thread, whose current stream is the default one: ordered after that
+    stream, vLLM's zeroing could land after the copy and wipe the loaded KV. It must wait for an event recorded on
+    vLLM's stream when the step started the load; P's copy, on vLLM's thread, waits for vLLM's stream itself."""
+    streams = FakeStreams()
+    streams.use("vllm")   # this thread plays vLLM's worker thread
+    p_layers, pd = p_kv()
+    reply = {"state": "received", "block_ids": [6, 2, 4], "block_bytes": LAYOUT["block_bytes"],
+             "ranks": [{"rank": 0, "kv_file": None, "region_bytes": POOL_BLOCKS * LAYOUT["block_bytes"]}],
+             "timings": {"pull_ms": 1.0}}
+    w, kv, opened = vram_worker(FakeClient({"pull": reply}), FakeDriver(), streams=streams)
+    pool = pool_of(opened)
+    for i, b in enumerate([6, 2, 4]):
+        pool[b] = pd[i]
+    del pool
+    w.start_loads([load()], [])
+    r = results_within(w)
+    assert r.finished == {"req-d"} and r.failed == {}
+    assert streams.waits == ["side waits for an event recorded on vllm"], streams.waits
+    streams.waits.clear()
+    w.save([SaveSpec("r1", "r1", [3], [1], 4, [(None, POOL_BLOCKS * LAYOUT["block_bytes"])])])
+    assert streams.waits == ["side waits for stream vllm"], streams.waits
     w.shutdown()
 
 
