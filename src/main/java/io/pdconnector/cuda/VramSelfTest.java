@@ -16,7 +16,8 @@ import java.util.function.Supplier;
  * rank's GPU by UUID, UCX's GPU transport, then one whole pool lifecycle per
  * GPU with NIXL (allocate the rank's full pool, register it as VRAM with a probe agent, export its IPC
  * handle, deregister, free). The first failure ends it with a {@link VramStartupException} whose message
- * is one sentence naming the cause; everything opened so far is closed first, by its one owner.
+ * is one sentence naming the cause; everything opened so far is closed first, by its one owner. A check that
+ * passed keeps each GPU's primary context retained ({@link ContextHold}) for its caller to release.
  */
 public final class VramSelfTest {
 
@@ -28,8 +29,34 @@ public final class VramSelfTest {
             Map<String, String> env, Path ucxModules, Supplier<TransferAgent> probeAgent) {
     }
 
-    /** Runs the check; returns one line per step that passed, for the log. */
-    public static List<String> run(Inputs in) {
+    /**
+     * What a check that passed leaves: one line per step, for the log, and the retain of each GPU's primary
+     * context, which the caller holds until its own pools retained the context too. Releasing it here, the
+     * last retain of the process, would destroy the context, and the first pool would make it again.
+     */
+    public record Passed(List<String> lines, ContextHold hold) {
+    }
+
+    /** The self-test's retain of each GPU's primary context; {@link #close()} releases them, last first. */
+    public static final class ContextHold implements AutoCloseable {
+        private final List<CudaDevice> devices;
+        private boolean closed;
+
+        private ContextHold(List<CudaDevice> devices) {
+            this.devices = List.copyOf(devices);
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!closed) {
+                closed = true;
+                closeAll(devices, null);
+            }
+        }
+    }
+
+    /** Runs the check; on success the caller owns the returned hold. */
+    public static Passed run(Inputs in) {
         List<String> passed = new ArrayList<>();
         CudaDriver driver;
         try {
@@ -43,7 +70,6 @@ public final class VramSelfTest {
         passed.add("CUDA driver " + version(driver.driverVersion()));
         List<GpuSelector> ranks = in.ranks().get();
         List<CudaDevice> devices = new ArrayList<>();
-        RuntimeException failure = null;
         try {
             for (int rank = 0; rank < ranks.size(); rank++) {
                 CudaDevice device = open(driver, ranks.get(rank));
@@ -68,12 +94,17 @@ public final class VramSelfTest {
                 }
             }
         } catch (RuntimeException e) {
-            failure = e;
+            closeAll(devices, e);
             throw e;
-        } finally {
-            closeAll(devices, failure);
+        } catch (Error e) {
+            try {
+                closeAll(devices, null);
+            } catch (RuntimeException undo) {
+                e.addSuppressed(undo);
+            }
+            throw e;
         }
-        return passed;
+        return new Passed(List.copyOf(passed), new ContextHold(devices));
     }
 
     private static CudaDevice open(CudaDriver driver, GpuSelector selector) {

@@ -10,6 +10,7 @@ import io.pdconnector.cuda.VramSelfTest;
 import io.pdconnector.cuda.VramStartupException;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.transfer.TransferEngine;
+import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -33,6 +34,9 @@ public class KvMemoryStartup {
 
     private static final Logger LOG = Logger.getLogger(KvMemoryStartup.class);
 
+    /** Held from a passed check until shutdown: the GPUs' contexts live while pools come and go. */
+    private VramSelfTest.ContextHold contexts;
+
     void check(@Observes @Priority(PRIORITY) StartupEvent event, PdConfig config, TransferEngine engine) {
         if (config.kv().memory() == KvMemory.dram) {
             return;
@@ -44,9 +48,18 @@ public class KvMemoryStartup {
         requireOneSideWithoutRecompute(config);
         long poolBytes = config.kv().numBlocks() * ConnectorSettings.geometry(config.model()).blockBytes(config.tpSize());
         Path ucxModules = new NixlHome(Path.of(config.nixl().home()).toAbsolutePath().normalize()).ucxModuleDir();
-        List<String> passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
+        VramSelfTest.Passed passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
                 poolBytes, System.getenv(), ucxModules, () -> engine.createAgent(config.engineId() + "-vram-selftest")));
-        passed.forEach(line -> LOG.infof("pd.kv.memory=vram check passed: %s", line));
+        contexts = passed.hold();
+        passed.lines().forEach(line -> LOG.infof("pd.kv.memory=vram check passed: %s", line));
+    }
+
+    /** The GPUs' primary contexts stay retained from the check until the service stops (see VramSelfTest.Passed). */
+    void release(@Observes ShutdownEvent event) {
+        if (contexts != null) {
+            contexts.close();
+            contexts = null;
+        }
     }
 
     /** What the VRAM pools cannot serve, refused before any GPU is touched. */

@@ -67,8 +67,10 @@ class VramSelfTestTest {
     }
 
     @Test
-    void everyStepPassesAndEveryPoolAndContextIsGoneAfter() {
-        List<String> passed = VramSelfTest.run(inputs(this::driver, FakeCuda.uuid(2).toString(), FakeCuda.uuid(1).toString()));
+    void everyStepPassesAndEveryPoolIsGoneAfterWhileTheContextsStayRetainedUntilTheHoldIsClosed() {
+        VramSelfTest.Passed result = VramSelfTest.run(inputs(this::driver, FakeCuda.uuid(2).toString(),
+                FakeCuda.uuid(1).toString()));
+        List<String> passed = result.lines();
         assertEquals("CUDA driver 12.4", passed.getFirst());
         assertTrue(passed.get(1).startsWith("rank 0: " + FakeCuda.uuid(2)), passed.get(1));
         assertTrue(passed.stream().anyMatch(l -> l.startsWith("UCX: cuda_ipc allowed")), passed.toString());
@@ -77,8 +79,14 @@ class VramSelfTestTest {
         assertEquals(6, passed.size(), passed.toString());
         assertEquals(0, cuda.allocated());
         assertTrue(nixl.registered.isEmpty());
-        assertEquals(Map.of(100, 0, 101, 0), cuda.retains);
+        // the service's pools retain the contexts next: released now, the last retain would destroy each
+        // context and the first pool would make it again
+        assertEquals(Map.of(100, 1, 101, 1), cuda.retains, "each GPU's context still retained once");
         assertTrue(agentClosed.get());
+        result.hold().close();
+        assertEquals(Map.of(100, 0, 101, 0), cuda.retains, "the hold is the one release path");
+        result.hold().close();
+        assertEquals(Map.of(100, 0, 101, 0), cuda.retains, "and releases once");
     }
 
     @Test
