@@ -16,6 +16,8 @@ command -v gcc >/dev/null || missing+=(gcc)
 command -v make >/dev/null || missing+=(make)
 command -v python3 >/dev/null || missing+=(python3)
 command -v curl >/dev/null || missing+=(curl)
+# scripts/gpu-bundle.sh packs what travels to a GPU machine as tar.zst.
+command -v zstd >/dev/null || missing+=(zstd)
 command -v spin >/dev/null || missing+=(spin)
 if command -v python3 >/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
   missing+=(python3-pip)
