@@ -96,19 +96,26 @@ def test_p_saves_into_the_pool_what_the_file_path_writes_and_returns_after_the_c
     w.shutdown()
 
 
+# D's pull as D's pd-connector answers it under vram: P's three blocks landed in D's pool blocks 6, 2 and 4.
+PULLED = {"state": "received", "block_ids": [6, 2, 4], "block_bytes": LAYOUT["block_bytes"],
+          "ranks": [{"rank": 0, "kv_file": None, "region_bytes": POOL_BLOCKS * LAYOUT["block_bytes"]}],
+          "timings": {"pull_ms": 1.0}}
+
+
+def land_in_pool(opened, pd):
+    """What D's READs leave in the pool for PULLED: P's blocks ``pd`` in pool blocks 6, 2, 4."""
+    pool = pool_of(opened)
+    for i, b in enumerate(PULLED["block_ids"]):
+        pool[b] = pd[i]
+
+
 def test_d_scatters_from_the_pool_then_releases_and_reports(monkeypatch):
     events = []
     record_waits(monkeypatch, events)
     p_layers, pd = p_kv()
-    reply = {"state": "received", "block_ids": [6, 2, 4], "block_bytes": LAYOUT["block_bytes"],
-             "ranks": [{"rank": 0, "kv_file": None, "region_bytes": POOL_BLOCKS * LAYOUT["block_bytes"]}],
-             "timings": {"pull_ms": 1.0}}
-    client = FakeClient({"pull": reply, "release": lambda *a: events.append("released")})
+    client = FakeClient({"pull": PULLED, "release": lambda *a: events.append("released")})
     w, kv, opened = vram_worker(client, FakeDriver())
-    pool = pool_of(opened)
-    for i, b in enumerate([6, 2, 4]):
-        pool[b] = pd[i]
-    del pool
+    land_in_pool(opened, pd)
     w.start_loads([load()], [])
     r = results_within(w)
     assert r.finished == {"req-d"} and r.failed == {}
@@ -176,15 +183,9 @@ def test_ds_copy_comes_after_what_vllm_queued_before_the_load_not_after_the_load
     vLLM's stream when the step started the load; P's copy, on vLLM's thread, waits for vLLM's stream itself."""
     streams = FakeStreams()
     streams.use("vllm")   # this thread plays vLLM's worker thread
-    p_layers, pd = p_kv()
-    reply = {"state": "received", "block_ids": [6, 2, 4], "block_bytes": LAYOUT["block_bytes"],
-             "ranks": [{"rank": 0, "kv_file": None, "region_bytes": POOL_BLOCKS * LAYOUT["block_bytes"]}],
-             "timings": {"pull_ms": 1.0}}
-    w, kv, opened = vram_worker(FakeClient({"pull": reply}), FakeDriver(), streams=streams)
-    pool = pool_of(opened)
-    for i, b in enumerate([6, 2, 4]):
-        pool[b] = pd[i]
-    del pool
+    _, pd = p_kv()
+    w, kv, opened = vram_worker(FakeClient({"pull": PULLED}), FakeDriver(), streams=streams)
+    land_in_pool(opened, pd)
     w.start_loads([load()], [])
     r = results_within(w)
     assert r.finished == {"req-d"} and r.failed == {}
