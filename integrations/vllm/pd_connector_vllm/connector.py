@@ -217,7 +217,8 @@ class PdConnector(KVConnectorBase_V1):
                     "instructions on bf16 caches)")
             rank = tp_rank() if parallelism.tp_size > 1 else 0
             cache_dtype = kv_dtype.resolve(vllm_config.cache_config.cache_dtype, vllm_config.model_config.dtype)
-            self._worker = PdWorker(settings.client(vllm_config.model_config.get_vocab_size()), tp_rank=rank, tp_size=parallelism.tp_size,
+            client = settings.client(vllm_config.model_config.get_vocab_size())
+            self._worker = PdWorker(client, tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
                                     save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype)

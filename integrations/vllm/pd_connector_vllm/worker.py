@@ -69,7 +69,8 @@ class PdWorker:
         if self._kv_dtype is not None:
             problems = kv_dtype.check(self._kv_dtype, layout.get("kv_dtype"))
             if problems:
-                raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: " + "; ".join(problems))
+                raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: "
+                                       + "; ".join(problems))
         layers = [t for _, t in ordered]
         if layout.get("pools"):
             if self._tp != geometry.tp_size:
