@@ -3,7 +3,7 @@
  * installs no header, so the project declares what it binds, checked against
  * the symbols and calling conventions of the pinned wheel (nixl-cu12 1.5.1).
  * The ABI carries no stability promise: bumping the wheel means re-checking
- * every line here (see README, "Native layer").
+ * every line here (see docs/internals.md, "Native layer").
  */
 #ifndef PDNIXL_NIXL_CAPI_DECL_H
 #define PDNIXL_NIXL_CAPI_DECL_H

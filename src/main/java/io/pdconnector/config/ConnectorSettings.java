@@ -8,7 +8,7 @@ import java.time.Duration;
 /**
  * The one place {@link PdConfig} becomes the settings records P, D and the step loops take: every key
  * is mapped here, by name through the builders, once at start-up. A new {@code pd.*} key is a method
- * in {@link PdConfig}, a builder call here, and a row in the README.
+ * in {@link PdConfig}, a builder call here, and a row in docs/configuration.md.
  */
 public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer, ConsumerConfig consumer,
         LoopSettings loop) {

@@ -15,7 +15,7 @@ import java.util.Optional;
 
 /**
  * The one configuration root of pd-connector: every key is {@code pd.*}, with its default here and
- * its meaning in the README ("Configuration"). Environment variables override (PD_LEASE_DURATION).
+ * its meaning in docs/configuration.md. Environment variables override (PD_LEASE_DURATION).
  * {@link ConnectorSettings#from} maps it, once and by name, to the settings records P, D and the step
  * loops take.
  */
@@ -195,7 +195,7 @@ public interface PdConfig {
         @WithDefault("64") @Min(1) int maxPeers();
     }
 
-    /** The router role (README "Router"): how it picks P and D, how often it retries, how long it waits. */
+    /** The router role (docs/router.md): how it picks P and D, how often it retries, how long it waits. */
     interface Router {
         /** {@code round-robin}, {@code least-loaded} (queue depth and requests in flight, then free blocks) or {@code power-of-two}. */
         @WithDefault("round-robin")
@@ -324,8 +324,8 @@ public interface PdConfig {
 
         /**
          * UCX backend threads per agent (NIXL's {@code num_threads}), which split a READ's descriptors among them;
-         * 0, the default, has none: they cost cores the step loops and the engine need (README "Block READs vs
-         * memcpy" has what they bought here).
+         * 0, the default, has none: they cost cores the step loops and the engine need (docs/performance.md, "Block
+         * READs against memcpy", has what they bought here).
          */
         @WithDefault("0")
         @Min(0)

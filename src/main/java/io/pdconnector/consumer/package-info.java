@@ -2,11 +2,11 @@
  * The decoder side: {@link io.pdconnector.consumer.PullScheduler} is D's step loop, a sibling of
  * the producer's {@code LeaseScheduler} built on the same command queue and step-loop runner.
  * Callers reach it only through {@link io.pdconnector.consumer.ConsumerFacade}, the one builder of
- * {@code ConsumerCommand}s; {@code ConsumerCommandHandler} answers them on the loop thread. The
- * step's phases, in order, each a class sharing {@code ConsumerState}: {@code Arrival} (with
- * {@code PeerHandshake}), {@code NotificationOutbox} (heartbeats), {@code ReadPoller},
- * {@code SlotChecker}, {@code PullStarter}, {@code Expiry}; {@code Decider} decides for all of
- * them, and {@code KvReadout} hands a decided pull's KV to callers. A pull D's tensor-parallel
+ * {@code ConsumerCommand}s; {@code ConsumerCommandHandler} answers them on the loop thread (a pull's
+ * {@code Arrival}, with {@code PeerHandshake}). The step's phases, each a class sharing
+ * {@code ConsumerState}, run in the order {@code PullScheduler#doWork} calls them (docs/internals.md
+ * names each one's job); {@code Decider} decides for all of them, and {@code KvReadout} hands a
+ * decided pull's KV to callers. A pull D's tensor-parallel
  * ranks share (each asks with its decode rank) is joined and released rank by rank in
  * {@code SharedPulls}, one state per rank in {@code DecodeRanks}.
  *

@@ -1,11 +1,9 @@
 /**
  * The prefill side: {@link io.pdconnector.producer.LeaseScheduler} is P's step loop. Callers use
  * {@code ProducerFacade}, the only builder of {@code ProducerCommand}s; the loop thread answers them
- * in {@code ProducerCommandHandler}. A step runs its phases in order, each a class with one job, all
- * sharing {@code ProducerState}: {@code Admission} (blocks, slot, nonce), {@code SlotOps} (every
- * rank's slot clears, then writes), {@code Releaser} (blocks and slot back), {@code Exporter} (start
- * writing, export), {@code NotificationInbox} (heartbeats, read notifications), {@code Reaper}
- * (expiry, abandoned reservations). Every exit goes through {@code LeaseExit}.
+ * in {@code ProducerCommandHandler}. A step runs its phases, each a class with one job, all sharing
+ * {@code ProducerState}, in the order {@code LeaseScheduler#doWork} calls them (its javadoc and
+ * docs/internals.md name each one's job). Every exit goes through {@code LeaseExit}.
  *
  * <p>Where each of P's lease rules lives:
  * <ul>
