@@ -70,6 +70,9 @@ class HandshakeKvDtypeTest {
                 () -> new ModelGeometry(2, 2, 8, 4, 2, KvDtype.FP8_E4M3));
         assertTrue(e.getMessage().contains("fp8_e4m3 is 1 bytes, not the 2"), e.getMessage());
         assertEquals(KvDtype.BFLOAT16, KvDtype.of("bfloat16"));
+        // the configuration's pattern must be a constant, so it is written out: it names every type, no other
+        assertEquals(java.util.Arrays.stream(KvDtype.values()).map(KvDtype::wire)
+                .collect(java.util.stream.Collectors.joining("|")), KvDtype.NAMES);
         assertThrows(IllegalArgumentException.class, () -> KvDtype.of("fp8_inc"));
     }
 }
