@@ -74,13 +74,21 @@ def vllm_python() -> str:
     return os.environ.get("PD_VLLM_PYTHON") or sys.executable
 
 
-def model_dir() -> Path:
-    return _path_from_env("PD_VLLM_MODEL", REPO / ".cache/vllm/model", "the tiny model")
+def model_dir(arch: str | None = None) -> Path:
+    """The tiny model; ``arch`` (``mla``, ``sliding``) its sibling of that shape (setup-vllm.sh makes each beside
+    the Qwen2 one: ``model-mla``, ``model-sliding``)."""
+    path = _path_from_env("PD_VLLM_MODEL", REPO / ".cache/vllm/model", "the tiny model")
+    if arch is None:
+        return path
+    sibling = path.with_name(f"{path.name}-{arch}")
+    if not sibling.exists():
+        raise RuntimeError(f"the tiny {arch} model is not at {sibling} (run integrations/vllm/scripts/setup-vllm.sh)")
+    return sibling
 
 
-def geometry() -> dict:
+def geometry(arch: str | None = None) -> dict:
     """The model's KV geometry (make-tiny-model.py writes it beside the model)."""
-    return json.loads((model_dir() / "pd-geometry.json").read_text())
+    return json.loads((model_dir(arch) / "pd-geometry.json").read_text())
 
 
 def logs_dir() -> Path:
@@ -190,12 +198,14 @@ class Fleet:
     tensor-parallel fleets run float32, because vLLM's TP 2 sums a layer's partial products in another order
     than TP 1, and in bfloat16 that alone changes some greedy answers of the random-weight test model."""
 
-    def __init__(self, label: str, dtype: str | None = None, kv_cache_dtype: str | None = None):
+    def __init__(self, label: str, dtype: str | None = None, kv_cache_dtype: str | None = None,
+                 arch: str | None = None):
         self.label = label
         self.processes: list[Process] = []
         self.stopped: list[Process] = []
         self.shm_dirs: list[Path] = []
-        self.geometry = geometry()
+        self.model = model_dir(arch)   # `arch`: every vLLM of the fleet serves that tiny model (mla, sliding)
+        self.geometry = geometry(arch)
         if dtype is not None:
             self.geometry = dict(self.geometry, vllm_dtype=dtype, dtype_bytes=DTYPE_BYTES[dtype])
         # `kv_cache_dtype` (fp8, fp8_e4m3, fp8_e5m2) quantizes every vLLM's KV cache (--kv-cache-dtype), and every
@@ -235,7 +245,7 @@ class Fleet:
         the caller waits (`ready`), so several start at once. `python_paths` go on its PYTHONPATH (a connector
         module of a bench's own)."""
         port = free_port()
-        cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir()),
+        cmd = [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model),
                "--served-model-name", "tiny", "--dtype", self.geometry["vllm_dtype"], "--enforce-eager", "--host", "127.0.0.1", "--port", str(port),
                "--max-model-len", str(MAX_MODEL_LEN), "--disable-uvicorn-access-log"]
         if num_blocks is not None:
@@ -320,6 +330,8 @@ class Fleet:
         }
         if "kv_dtype" in g:
             props["pd.model.kv-dtype"] = g["kv_dtype"]
+        if g.get("attention", "mha") != "mha":
+            props["pd.model.attention"] = g["attention"]
         if peers:
             props["pd.registry.store"] = "static"
             props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)
@@ -346,12 +358,13 @@ class Decoder:
     without waiting for vLLM (the caller's `Fleet.ready`). `extra` adds pd-connector settings (fault injection)."""
 
     def __init__(self, fleet: Fleet, pd_p: Endpoint, policy: str, lease_s: float, tp: int = 1, name: str | None = None,
-                 extra: dict[str, str] | None = None):
+                 extra: dict[str, str] | None = None, plugin_settings: dict | None = None):
         name = name or policy
         self.pd_d = fleet.pd_service(f"pd-d-{name}", "consumer", lease=f"{lease_s}s", peers=[pd_p], tp=tp, extra=extra)
         wait_registry_lists(self.pd_d, pd_p.process.name)
         wait_peer_loaded(self.pd_d, pd_p.process.name)
-        self.d = fleet.plugin_vllm(f"d-{name}", self.pd_d, failure_policy=policy, wait=False, tp=tp)
+        self.d = fleet.plugin_vllm(f"d-{name}", self.pd_d, failure_policy=policy, wait=False, tp=tp,
+                                   plugin_settings=plugin_settings)
 
     def lease_declines(self) -> float:
         return metric(self.pd_d, "pd_pull_declines_total", {"reason": "lease_mismatch"})

@@ -83,10 +83,11 @@ def client(base_url: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=base_url + "/v1", api_key="unused", timeout=LEG_TIMEOUT_S, max_retries=0)
 
 
-def ask(c: openai.OpenAI, case: Case, max_tokens: int = ANSWER_TOKENS) -> str:
-    """The answer text the OpenAI client sees (a stream's deltas joined)."""
+def ask(c: openai.OpenAI, case: Case, max_tokens: int = ANSWER_TOKENS, cache_salt: str | None = None) -> str:
+    """The answer text the OpenAI client sees (a stream's deltas joined). ``cache_salt`` (vLLM's): the request
+    shares prefix-cache blocks only with requests of the same salt."""
     common = dict(model=MODEL, max_tokens=max_tokens, temperature=0, stream=case.stream,
-                  extra_body={"ignore_eos": True})
+                  extra_body={"ignore_eos": True, **({"cache_salt": cache_salt} if cache_salt else {})})
     if case.chat:
         r = c.chat.completions.create(messages=[{"role": "user", "content": case.prompt}], **common)
         if case.stream:

@@ -26,6 +26,10 @@ key                           default    meaning
                                          still ends only once every copy is done (saving.py)
 ``pd_save_timeout_s``         30         P: how long the step waits for its copies beside the forward before
                                          the engine stops (a copy that never ends)
+``pd_log_kv_digest``          false      log a digest of each request's KV as vLLM holds it, after P's copy
+                                         into pd-connector (in the step) and after D's load, at INFO ("KV
+                                         digest"): for tests that compare D's bytes with P's; costs a hash of
+                                         every block
 ``pd_engine_channel``         auto       P's batch, D's pull and release over pd-connector's engine socket (a
                                          Unix domain socket) when kv-layout names one (``auto``), always
                                          (``socket``: start-up fails without one) or never (``http``)
@@ -95,6 +99,7 @@ class PdSettings:
     engine_channel: str = "auto"
     save_overlap: bool = False
     save_timeout_s: float = 30.0
+    log_kv_digest: bool = False
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> "PdSettings":
@@ -112,7 +117,8 @@ class PdSettings:
                 _flag(extra, "pd_log_timings"),
                 int(extra.get("pd_credit_blocks", 0)), int(extra.get("pd_credit_leases", 0)),
                 float(extra.get("pd_credit_wait_s", 10)), str(extra.get("pd_engine_channel", "auto")),
-                _flag(extra, "pd_save_overlap"), float(extra.get("pd_save_timeout_s", 30)))
+                _flag(extra, "pd_save_overlap"), float(extra.get("pd_save_timeout_s", 30)),
+                _flag(extra, "pd_log_kv_digest"))
         for name, value in (("pd_http_timeout_s", s.http_timeout_s), ("pd_pull_timeout_s", s.pull_timeout_s),
                             ("pd_connect_timeout_s", s.connect_timeout_s), ("pd_load_threads", s.load_threads),
                             ("pd_credit_wait_s", s.credit_wait_s), ("pd_save_timeout_s", s.save_timeout_s)):
@@ -194,9 +200,9 @@ class PdConnector(KVConnectorBase_V1):
         super().__init__(vllm_config, role, kv_cache_config)
         settings = PdSettings.from_extra(self._kv_transfer_config.kv_connector_extra_config or {})
         parallelism = Parallelism.of(vllm_config)
-        if len(kv_cache_config.kv_cache_groups) != 1:
-            raise NotImplementedError("PdConnector supports models with one KV cache group (full attention) "
-                                      f"only; this one has {len(kv_cache_config.kv_cache_groups)}")
+        refusal = kv_groups_refusal(kv_cache_config)
+        if refusal:
+            raise NotImplementedError(refusal)
         self._settings = settings
         self._scheduler: PdScheduler | None = None
         self._worker: PdWorker | None = None
@@ -221,7 +227,8 @@ class PdConnector(KVConnectorBase_V1):
             self._worker = PdWorker(client, tp_rank=rank, tp_size=parallelism.tp_size,
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
-                                    save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype)
+                                    save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype,
+                                    log_kv_digest=settings.log_kv_digest)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
 
     # ---- worker side --------------------------------------------------------------------------
@@ -301,6 +308,22 @@ class PdConnector(KVConnectorBase_V1):
     def request_finished(self, request: "Request", block_ids: list[int]) -> tuple[bool, dict[str, Any] | None]:
         assert self._scheduler is not None
         return self._scheduler.request_finished(request)
+
+
+# What one KV cache group may hold: full attention (sliding-window layers too: vLLM turns its hybrid KV cache manager
+# off beside a connector without SupportsHMA and keeps their every block) and MLA's latent.
+SERVED_SPECS = ("FullAttentionSpec", "MLAAttentionSpec")
+
+
+def kv_groups_refusal(kv_cache_config: "KVCacheConfig") -> str | None:
+    """Why the plugin cannot serve this model's KV cache groups, naming them; None when it can."""
+    groups = kv_cache_config.kv_cache_groups
+    specs = [type(g.kv_cache_spec).__name__ for g in groups]
+    if len(groups) == 1 and specs[0] in SERVED_SPECS:
+        return None
+    return (f"PdConnector serves a model whose KV cache is one group of full attention or MLA ({', '.join(SERVED_SPECS)}); "
+            f"vLLM made {len(groups)} group(s): {', '.join(specs) or 'none'}. Linear attention and Mamba layers "
+            "(Qwen3-Next, Jamba) keep state, not blocks, and are not supported")
 
 
 def _attention_backend(vllm_config: "VllmConfig") -> str:

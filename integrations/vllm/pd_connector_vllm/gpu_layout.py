@@ -18,6 +18,18 @@ at start-up, and anything else is refused by name (UnsupportedLayout):
     axis (``split(head_dim, dim=-1)``, flash_attn.py), in any of vLLM's physical layouts (``LBHNC``, the
     HND-like one vLLM's NIXL connector asks for, ``LBNHC`` its NHD, and the block- and head-major ones): the
     copies index logical axes, so the strides only need the last axis dense.
+``FLASHINFER``, ``TRITON_ATTN`` (vLLM 0.32)
+    the same packed per-layer view as ``FLASH_ATTN``'s: both backends split K and V out of the last axis
+    (``split(head_size, dim=-1)``, flashinfer.py after permuting to its physical order, triton_attn.py), so the
+    same copies serve them.
+MLA backends (``FLASHMLA``, ``TRITON_MLA``, ``CUTLASS_MLA``, ``FLASHINFER_MLA``, ``FLASH_ATTN_MLA``, ``CPU_MLA``,
+``AMX_MLA``; pd.model.attention=mla)
+    ``(num_blocks, block_size, kv_lora_rank + rope_dim)``, one latent row per token (mla_attention.py reads
+    ``[..., :kv_lora_rank]`` and ``[..., kv_lora_rank:]``), or the same as ``(num_blocks, 1, block_size, width)``,
+    the logical view vLLM's GPU worker makes (kv_cache_interface.create_kv_cache_views); FlashMLA's 64-token
+    blocks are pd-connector's
+    block tokens. A block's rows move as they are, into the pool block's one plane of the layer. The sparse
+    MLA backends and the fp8 ``fp8_ds_mla`` cache (656 bytes a token with its scales) are refused by name.
 ``FLASH_ATTN`` (split K|V, vLLM before the packed cache)
     ``(2, num_blocks, block_size, kv_heads, head_dim)`` as vLLM hands it over, whose memory under HND is
     ``[2, num_blocks, kv_heads, block_size, head_dim]`` (what vLLM's NIXL connector registers on GPU) and
@@ -42,11 +54,15 @@ from typing import Callable, Sequence
 
 import torch
 
-from .layout import GeometryMismatch, PdGeometry
+from .layout import MLA, GeometryMismatch, PdGeometry
 
 # vLLM's attention backend names (AttentionBackend.get_name()).
 CPU_ATTN = "CPU_ATTN"
 FLASH_ATTN = "FLASH_ATTN"
+# the backends that keep K and V packed in the last axis of (num_blocks, kv_heads, block_size, 2 * head_dim)
+PACKED = (FLASH_ATTN, "FLASHINFER", "TRITON_ATTN")
+# the dense MLA backends: (num_blocks, block_size, latent width)
+MLA_BACKENDS = ("FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "FLASHINFER_MLA", "FLASH_ATTN_MLA", "CPU_MLA", "AMX_MLA")
 
 
 class UnsupportedLayout(GeometryMismatch):
@@ -86,6 +102,15 @@ def _split_scatter(t: torch.Tensor, idx: torch.Tensor, blocks: torch.Tensor, g: 
     t.index_copy_(1, idx, blocks.permute(1, 0, 3, 2, 4))
 
 
+def _mla_gather(t: torch.Tensor, idx: torch.Tensor, g: PdGeometry) -> torch.Tensor:
+    sel = t.index_select(0, idx)  # (n, T, W) or (n, 1, T, W), dense
+    return sel.view(sel.shape[0], 1, 1, g.block_tokens, g.head_dim)
+
+
+def _mla_scatter(t: torch.Tensor, idx: torch.Tensor, blocks: torch.Tensor, g: PdGeometry) -> None:
+    t.index_copy_(0, idx, blocks.reshape(blocks.shape[0], *t.shape[1:]))
+
+
 @dataclass(frozen=True)
 class CacheLayout:
     """A resolved layout: its name (for logs and refusals), where the block axis is, and the two copies."""
@@ -108,7 +133,19 @@ def resolve_layout(backend: str, layers: Sequence[torch.Tensor], pd: PdGeometry)
                                     "supported")
     h, n, d = pd.heads_per_rank, pd.block_tokens, pd.head_dim
     shape = tuple(first.shape)
-    if backend == CPU_ATTN:
+    known = backend == CPU_ATTN or backend in PACKED or backend in MLA_BACKENDS
+    if known and (backend in MLA_BACKENDS) != (pd.attention == MLA):
+        raise GeometryMismatch(f"vLLM's attention backend {backend!r} with pd-connector's pd.model.attention="
+                               f"{pd.attention}: an MLA backend needs mla, any other mha")
+    if backend in MLA_BACKENDS:
+        if shape[1:] not in ((n, d), (1, n, d)):
+            raise GeometryMismatch(f"{backend} KV cache {shape} is not (num_blocks, {n}, {d}) (block tokens, latent "
+                                   "width kv_lora_rank + rope dim: pd-connector's head dim)")
+        if first.stride(-1) != 1 or first.stride(-2) != d:
+            raise UnsupportedLayout(f"{backend} KV cache with strides {first.stride()}: a block's latent rows must "
+                                    "be dense")
+        layout = CacheLayout(f"{backend} latent", 0, _mla_gather, _mla_scatter)
+    elif backend == CPU_ATTN:
         if len(shape) != 4 or shape[1:] != (h, n, 2 * d):
             raise GeometryMismatch(f"CPU_ATTN KV cache {shape} is not (num_blocks, {h}, {n}, {2 * d}) "
                                    "(kv heads per rank, block tokens, 2 x head dim of pd-connector)")
@@ -116,14 +153,14 @@ def resolve_layout(backend: str, layers: Sequence[torch.Tensor], pd: PdGeometry)
             raise UnsupportedLayout(f"CPU_ATTN KV cache with strides {first.stride()}: the CPU kernel reads a "
                                     "dense (num_blocks, kv_heads, 2 * block_size, head_dim) view")
         layout = CacheLayout("CPU_ATTN", 0, _cpu_gather, _cpu_scatter)
-    elif backend == FLASH_ATTN and len(shape) == 4:
+    elif backend in PACKED and len(shape) == 4:
         if shape[1:] != (h, n, 2 * d):
-            raise GeometryMismatch(f"FLASH_ATTN KV cache {shape} is not (num_blocks, {h}, {n}, {2 * d}) "
+            raise GeometryMismatch(f"{backend} KV cache {shape} is not (num_blocks, {h}, {n}, {2 * d}) "
                                    "(kv heads per rank, block tokens, K|V packed: 2 x head dim of pd-connector)")
         if first.stride(-1) != 1:
-            raise UnsupportedLayout(f"FLASH_ATTN KV cache with strides {first.stride()}: its last axis (K|V of a "
+            raise UnsupportedLayout(f"{backend} KV cache with strides {first.stride()}: its last axis (K|V of a "
                                     "token and head) must be dense")
-        layout = CacheLayout(f"FLASH_ATTN packed K|V, {_physical(first.stride()[1:3])}", 0, _packed_gather,
+        layout = CacheLayout(f"{backend} packed K|V, {_physical(first.stride()[1:3])}", 0, _packed_gather,
                              _packed_scatter)
     elif backend == FLASH_ATTN and len(shape) == 5 and shape[0] == 2:
         if shape[2:] != (n, h, d):
@@ -136,9 +173,10 @@ def resolve_layout(backend: str, layers: Sequence[torch.Tensor], pd: PdGeometry)
     else:
         raise UnsupportedLayout(
             f"vLLM's attention backend {backend!r} with KV cache tensors {shape} is not supported by pd-connector's "
-            f"copies (supported: {CPU_ATTN} (num_blocks, kv_heads, block_size, 2*head_dim); {FLASH_ATTN} packed "
-            f"(num_blocks, kv_heads, block_size, 2*head_dim) in any vLLM layout; {FLASH_ATTN} split (2, num_blocks, "
-            "block_size, kv_heads, head_dim)). FlashInfer, Triton, MLA and quantized caches are refused")
+            f"copies (supported: {CPU_ATTN} (num_blocks, kv_heads, block_size, 2*head_dim); {', '.join(PACKED)} "
+            f"packed (num_blocks, kv_heads, block_size, 2*head_dim) in any vLLM layout; {FLASH_ATTN} split (2, "
+            f"num_blocks, block_size, kv_heads, head_dim); {', '.join(MLA_BACKENDS)} (num_blocks, block_size, "
+            "latent width)). Sparse MLA, linear attention and Mamba caches are refused")
     if first.element_size() != pd.dtype_bytes:
         raise GeometryMismatch(f"dtype: vLLM KV cache is {first.dtype} ({first.element_size()} bytes), "
                                f"pd-connector pd.model.dtype-bytes={pd.dtype_bytes}")

@@ -18,6 +18,7 @@ what D READs.
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -26,7 +27,7 @@ import torch
 
 from .gpu_layout import BlockCopier, resolve_layout
 from .gpu_pool import GpuPoolError, IpcPool, LibCuda
-from .layout import CopyViews, KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
+from .layout import MLA, CopyViews, KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
 
 
 class FileKv:
@@ -36,7 +37,7 @@ class FileKv:
         self._layers = list(layers)
         self._g = g
         self._files = KvFiles()
-        self._views = CopyViews(self._layers)
+        self._views = CopyViews(self._layers, latent=g.attention == MLA)
 
     def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int],
              only_layers: Sequence[int] | None = None) -> None:
@@ -75,12 +76,27 @@ class FileKv:
                         "pd-connector restarted)")
         return None
 
+    def digest(self, vllm_blocks: Sequence[int]) -> str:
+        return blocks_digest(self._layers, vllm_blocks)
+
     def describe(self) -> str:
         return "pd-connector's KV file (host memory)"
 
     def close(self) -> None:
         self._views.forget_file()
         self._files.close()
+
+
+def blocks_digest(layers: Sequence[torch.Tensor], vllm_blocks: Sequence[int]) -> str:
+    """SHA-256 of vLLM's blocks ``vllm_blocks`` of every layer, layer after layer, as bytes: the KV a request
+    holds in vLLM, for ``pd_log_kv_digest`` (P's saved and D's loaded compared by a test). A host copy of each
+    block: a check, never on a path that serves."""
+    h = hashlib.sha256()
+    for t in layers:
+        for b in vllm_blocks:
+            block = t[int(b)].detach().contiguous().cpu()
+            h.update(block.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:32]
 
 
 def open_ipc_pool(entry: dict[str, Any], device: torch.device) -> IpcPool:
@@ -122,6 +138,9 @@ class PoolKv:
         self._pool = opener(entry, self._layers[0].device)
         self._incarnation = entry.get("incarnation")
         self._checked = clock()
+
+    def digest(self, vllm_blocks: Sequence[int]) -> str:
+        return blocks_digest(self._layers, vllm_blocks)
 
     def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int]) -> None:
         with self._lock:

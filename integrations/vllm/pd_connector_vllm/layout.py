@@ -15,6 +15,10 @@ one token's dims are spread over the plane, not in row ``token``), so the plugin
 writes single tokens of a plane. That is why the token slots past the prompt in the last block go
 out as vLLM holds them, as with vLLM's NIXL connector, and why P and D must run the same attention
 backend and ISA (the start-up check cannot see the ISA).
+
+An MLA model (pd.model.attention=mla) caches one latent row per token: vLLM's MLA backends, the CPU ones and
+FlashMLA alike, keep ``(num_blocks, block_size, kv_lora_rank + rope_dim)`` per layer, one plane per block, and
+pd-connector's block is ``[layer][latent][token][dim]``: each layer's plane moves as it is, the same way.
 """
 
 from __future__ import annotations
@@ -38,9 +42,14 @@ class GeometryMismatch(ValueError):
     """vLLM's KV cache and the pd-connector beside it disagree: no byte may cross."""
 
 
+MHA = "mha"
+MLA = "mla"
+
+
 @dataclass(frozen=True)
 class PdGeometry:
-    """What GET /v1/kv-layout answers (one rank's view)."""
+    """What GET /v1/kv-layout answers (one rank's view). ``attention``: ``mha`` (a K and a V plane per head) or
+    ``mla`` (one latent plane, every rank the same)."""
 
     layers: int
     heads_per_rank: int
@@ -49,20 +58,29 @@ class PdGeometry:
     dtype_bytes: int
     tp_size: int
     block_bytes: int
+    attention: str = MHA
 
     @classmethod
     def from_layout(cls, layout: dict[str, Any]) -> "PdGeometry":
+        # a pd-connector from before MLA says no attention: it is MHA
         g = cls(int(layout["layers"]), int(layout["heads_per_rank"]), int(layout["head_dim"]),
                 int(layout["block_tokens"]), int(layout["dtype_bytes"]), int(layout["tp_size"]),
-                int(layout["block_bytes"]))
-        expected = g.layers * 2 * g.heads_per_rank * g.block_tokens * g.head_dim * g.dtype_bytes
+                int(layout["block_bytes"]), str(layout.get("attention", MHA)))
+        if g.attention not in (MHA, MLA):
+            raise GeometryMismatch(f"pd-connector's attention {g.attention!r} is neither {MHA} nor {MLA}")
+        expected = g.layers * g.planes * g.heads_per_rank * g.block_tokens * g.head_dim * g.dtype_bytes
         if expected != g.block_bytes:
             raise GeometryMismatch(f"pd-connector says block_bytes={g.block_bytes} but its geometry "
                                    f"makes {expected}")
         return g
 
+    @property
+    def planes(self) -> int:
+        """Planes per layer and head: K and V, or MLA's one latent."""
+        return 1 if self.attention == MLA else 2
+
     def block_shape(self) -> tuple[int, int, int, int, int]:
-        return (self.layers, 2, self.heads_per_rank, self.block_tokens, self.head_dim)
+        return (self.layers, self.planes, self.heads_per_rank, self.block_tokens, self.head_dim)
 
 
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.")
@@ -98,7 +116,9 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
             problems.append(f"layer {name} is {tuple(t.shape)} {t.dtype}, layer {first_name} "
                             f"{tuple(first.shape)} {first.dtype}: mixed layouts are not supported")
             break
-    if first.dim() != 4 or first.shape[3] % 2:
+    if first.dim() == 3 or pd.attention == MLA:
+        problems += _mla_problems(first, pd)
+    elif first.dim() != 4 or first.shape[3] % 2:
         problems.append(f"KV cache tensor shape {tuple(first.shape)} is not vLLM's CPU layout "
                         "(num_blocks, kv_heads, block_size, 2*head_dim); only the CPU backend is supported")
     else:
@@ -117,6 +137,33 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
     if problems:
         raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: "
                                + "; ".join(problems))
+
+
+def is_latent_cache(t: torch.Tensor) -> bool:
+    """Whether ``t`` has an MLA latent cache's shape: (num_blocks, block_size, width), or (num_blocks, 1,
+    block_size, width) as vLLM's views make it (a multi-head cache of one head per rank has that shape too)."""
+    return t.dim() == 3 or (t.dim() == 4 and t.shape[1] == 1)
+
+
+def _mla_problems(first: torch.Tensor, pd: PdGeometry) -> list[str]:
+    """What differs between an MLA latent cache (num_blocks, [1,] block_size, latent width) and pd-connector."""
+    if not is_latent_cache(first):
+        return [f"pd-connector's pd.model.attention=mla, but vLLM's KV cache {tuple(first.shape)} is not an MLA "
+                "latent cache (num_blocks, block_size, kv_lora_rank + rope dim)"]
+    if pd.attention != MLA:
+        return [f"vLLM's KV cache {tuple(first.shape)} is an MLA latent cache, but pd-connector's "
+                f"pd.model.attention={pd.attention} (set mla, kv-heads 1, head-dim {first.shape[-1]})"]
+    problems = []
+    block_size, width = first.shape[-2:]
+    if block_size != pd.block_tokens:
+        problems.append(f"block tokens: vLLM --block-size {block_size}, pd-connector "
+                        f"pd.model.block-tokens={pd.block_tokens}")
+    if width != pd.head_dim:
+        problems.append(f"latent width: vLLM {width} (kv_lora_rank + rope dim), pd-connector "
+                        f"pd.model.head-dim={pd.head_dim}")
+    if not first.is_contiguous():
+        problems.append(f"MLA KV cache with strides {first.stride()}: a block's latent rows must be dense")
+    return problems
 
 
 def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: torch.Tensor,
@@ -160,6 +207,13 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
         for pb, vb in zip(pd_blocks, vllm_blocks):
             for l in chosen:
                 t = layers[l]
+                if views.latent:  # MLA: the block's latent rows are the layer's one plane
+                    rows = t[vb].view(file.shape[-2:])
+                    if to_file:
+                        file[pb, l, 0, 0].copy_(rows)
+                    else:
+                        rows.copy_(file[pb, l, 0, 0])
+                    continue
                 n_blocks, heads, tokens, two_dim = t.shape
                 if to_file:
                     file[pb, l].copy_(t[vb].reshape(heads, 2, tokens, two_dim // 2).permute(1, 0, 2, 3))
@@ -177,17 +231,20 @@ def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: li
 
 def numpy_copies(layers: list[torch.Tensor]) -> bool:
     """Whether the copies to and from these caches go by numpy (else by torch, block by block)."""
-    return CopyViews(layers).planes is not None if layers and all(t.dim() == 4 for t in layers) else False
+    return CopyViews(layers).planes is not None if layers and all(t.dim() in (3, 4) for t in layers) else False
 
 
 class CopyViews:
-    """vLLM's caches as numpy views of (blocks, heads, 2, tokens, dim), made once for a registration, and the
+    """vLLM's caches as numpy views of (blocks, heads, 2, tokens, dim) (an MLA cache's: (blocks, 1, 1, tokens,
+    latent width)), made once for a registration, and the
     view of the last pd-connector file copied to or from: each view costs a few microseconds to make, which for
     a prompt of a few blocks (and for 24 layers) was as much as the copy itself. ``planes`` is None when numpy
     cannot view one of the caches (then the copies go by torch)."""
 
-    def __init__(self, layers: Sequence[torch.Tensor]) -> None:
-        planes = [_numpy_view(t, (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)) for t in layers]
+    def __init__(self, layers: Sequence[torch.Tensor], latent: bool | None = None) -> None:
+        """``latent``: the caches are MLA's (pd.model.attention=mla); None: a 3-axis cache is, any other is not."""
+        self.latent = bool(layers) and layers[0].dim() == 3 if latent is None else latent
+        planes = [_numpy_view(t, _plane_shape(t, self.latent)) for t in layers]
         self.planes = None if any(p is None for p in planes) else planes
         # one attribute holding both, replaced whole: load threads read it concurrently, and a view must never be
         # paired with another mapping's tensor (a restarted pd-connector's new file)
@@ -205,6 +262,12 @@ class CopyViews:
     def forget_file(self) -> None:
         """Lets the last file's mapping go (it is unmapped once nothing refers to it)."""
         self._last = None
+
+
+def _plane_shape(t: torch.Tensor, latent: bool) -> tuple[int, ...]:
+    if latent:
+        return (t.shape[0], 1, 1, *t.shape[-2:])
+    return (t.shape[0], t.shape[1], 2, t.shape[2], t.shape[3] // 2)
 
 
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

@@ -58,11 +58,12 @@ class PdLoader:
     """The loads of one TP worker: ``place()`` gives where its rank's blocks are (a FileKv or PoolKv)."""
 
     def __init__(self, client: PdClient, rank: int, tp_size: int, load_threads: int, timing_level: int,
-                 place: Callable[[], tuple[PdGeometry, FileKv | PoolKv]]):
+                 place: Callable[[], tuple[PdGeometry, FileKv | PoolKv]], log_kv_digest: bool = False):
         self._client = client
         self._rank = rank
         self._tp = tp_size
         self._place = place
+        self._log_kv_digest = log_kv_digest
         self._timing_level = timing_level
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="pd-load",
                                         initializer=name_current_thread, initargs=("pd-load",))
@@ -260,6 +261,8 @@ class PdLoader:
         reason = kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch, after)
         if reason is not None:
             return reason, ()
+        if self._log_kv_digest and spec.first_pd_block == 0:   # the whole prompt's KV, as P saved it
+            log.info("KV digest: D rank %d loaded %s: %s", self._rank, spec.pd_request_id, kv.digest(spec.vllm_blocks))
         return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
 
     def _report(self, request_id: str, reason: str | None) -> None:

@@ -28,7 +28,7 @@ import torch
 from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
 from .kv_places import FileKv, PoolKv
-from .layout import GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
+from .layout import MLA, GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .loading import LoadResults, PdLoader
 from .saving import PdSaver
 from .specs import LoadSpec, SaveSpec
@@ -41,7 +41,7 @@ class PdWorker:
 
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
-                 save_timeout_s: float = 30.0, kv_dtype: str | None = None):
+                 save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False):
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -52,7 +52,8 @@ class PdWorker:
         self._layers: list[torch.Tensor] = []
         self._geometry: PdGeometry | None = None
         self._kv: FileKv | PoolKv | None = None
-        self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place)
+        self._log_kv_digest = log_kv_digest
+        self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place, log_kv_digest)
         self._timing_level = timing_level  # the level of the per-request timing lines
         self._save_overlap = save_overlap
         self._save_timeout_s = save_timeout_s
@@ -93,8 +94,9 @@ class PdWorker:
         self._saver = PdSaver(self._copy_layers, self._give_back, [n for n, _ in ordered], overlap,
                               self._save_timeout_s, self._timing_level)
         copies += "; P's copies " + ("beside the forward (a copy thread)" if overlap else "in the step")
-        log.info("pd-connector plugin, TP rank %d of %d: %d layers, %d heads/rank, head dim %d, %d-token blocks, %s; "
-                 "pd-connector %s (%s); blocks in %s", self._rank, self._tp, geometry.layers, geometry.heads_per_rank,
+        log.info("pd-connector plugin, TP rank %d of %d: %d layers, %s, %d heads/rank, head dim %d, %d-token blocks, %s; "
+                 "pd-connector %s (%s); blocks in %s", self._rank, self._tp, geometry.layers, geometry.attention,
+                 geometry.heads_per_rank,
                  geometry.head_dim, geometry.block_tokens, self._layers[0].dtype, layout.get("engine_id"),
                  layout.get("role"), copies)
         if layout.get("role") in ("consumer", "both"):
@@ -112,21 +114,31 @@ class PdWorker:
 
     def save(self, specs: list[SaveSpec]) -> None:
         """wait_for_save: every copy of the step is in pd-connector's blocks when this returns (saving.py)."""
-        if specs:
+        if specs and self._saves_kv():
             self._require_saver().save(specs)
 
     def layer_written(self, layer_name: str, specs: list[SaveSpec]) -> None:
         """save_kv_layer: with pd_save_overlap, the layer's copies of the step start beside the forward."""
-        if self._saver is not None:
+        if self._saver is not None and self._saves_kv():
             self._saver.layer_written(layer_name, specs)
 
+    def _saves_kv(self) -> bool:
+        """Whether this rank's KV goes to pd-connector: every rank's heads, but MLA's latent, the same bytes on
+        every rank, from rank 0 alone (pd-connector holds it on one rank: its grants name one file)."""
+        return self._geometry is None or self._geometry.attention != MLA or self._rank == 0
+
     def _copy_layers(self, spec: SaveSpec, only_layers: Sequence[int] | None) -> None:
-        self._require_registered()
-        if len(spec.rank_files) != self._tp:
-            raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}")
+        g = self._require_registered()
+        ranks = 1 if g.attention == MLA else self._tp
+        if len(spec.rank_files) != ranks:
+            raise RuntimeError(f"the grant names {len(spec.rank_files)} ranks' KV files, vLLM runs TP {self._tp}"
+                               + (" of an MLA model (one file)" if g.attention == MLA else ""))
         path, region_bytes = spec.rank_files[self._rank]
         if only_layers is None:
             self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks)
+            if self._log_kv_digest:
+                log.info("KV digest: P rank %d saved %s: %s", self._rank, spec.pd_request_id,
+                         self._kv.digest(spec.vllm_blocks))
         else:
             self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks, only_layers)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a tiny Qwen2-architecture model that vLLM's CPU build can serve, without the model hub.
 
-    python integrations/vllm/scripts/make-tiny-model.py OUT_DIR [--seed 20261130]
+    python integrations/vllm/scripts/make-tiny-model.py OUT_DIR [--seed 20261130] [--arch qwen2|sliding|mla]
 
 The same seed gives the same files, byte for byte (the script prints a digest of them): a config.json, a
 byte-level BPE tokenizer trained with `tokenizers` on a corpus built into this script, and random weights
@@ -13,6 +13,14 @@ Geometry (what a pd-connector beside a vLLM instance serving this model must be 
 2 layers, 2 KV heads, head dim 32, a 512-token tokenizer in a model vocabulary of 201,088 (gpt-oss's). The weights are stored as float32, but vLLM's CPU backend serves a float32
 checkpoint in bfloat16 by default, so its KV cache holds 2-byte values (pd.model.dtype-bytes=2); the tests pass
 `--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks.
+
+Two more shapes the models issue asks for, each with the same tokenizer and a model vocabulary of the tokenizer's
+512 (their tests send no large-vocabulary prompt):
+- ``--arch sliding``: Llama-architecture, ``layer_types`` [sliding_attention, full_attention] with a 64-token
+  window (Gemma 3's and gpt-oss's shape); the same KV geometry as the Qwen2 model.
+- ``--arch mla``: DeepSeek-V2-architecture, dense layers, multi-head latent attention with ``kv_lora_rank`` 512
+  and a 64-wide rope part: one 576-wide latent row per token and layer, the only width vLLM's CPU MLA decode
+  kernel takes.
 """
 import argparse
 import hashlib
@@ -35,6 +43,11 @@ VOCAB = 512  # the tokenizer's
 MODEL_VOCAB = 201_088
 MAX_POSITIONS = 4096
 WEIGHT_STD = 0.3
+SLIDING_WINDOW = 64
+MLA_KV_LORA_RANK = 512
+MLA_ROPE_DIM = 64
+MLA_NOPE_DIM = 32
+MLA_V_DIM = 32
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 # A Qwen-style chat template, so /v1/chat/completions works on the tiny model.
@@ -116,7 +129,48 @@ def qwen2_config(tokenizer):
     )
 
 
-def random_weights(model, seed):
+def llama_sliding_config(tokenizer):
+    from transformers import LlamaConfig
+
+    eos = tokenizer.token_to_id("<|endoftext|>")
+    config = LlamaConfig(
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
+        max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        bos_token_id=eos, eos_token_id=eos, pad_token_id=eos, torch_dtype="float32",
+        architectures=["LlamaForCausalLM"])
+    # vLLM's Llama reads a per-layer window from these (Qwen2's vLLM model ignores them)
+    config.layer_types = ["sliding_attention", "full_attention"]
+    config.sliding_window = SLIDING_WINDOW
+    return config
+
+
+def deepseek_mla_config(tokenizer):
+    from transformers import DeepseekV2Config
+
+    eos = tokenizer.token_to_id("<|endoftext|>")
+    return DeepseekV2Config(
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS, num_key_value_heads=HEADS, max_position_embeddings=MAX_POSITIONS,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
+        torch_dtype="float32", architectures=["DeepseekV2ForCausalLM"],
+        first_k_dense_replace=LAYERS,  # every layer dense: no experts
+        kv_lora_rank=MLA_KV_LORA_RANK, q_lora_rank=None, qk_nope_head_dim=MLA_NOPE_DIM,
+        qk_rope_head_dim=MLA_ROPE_DIM, v_head_dim=MLA_V_DIM, n_routed_experts=1, n_shared_experts=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+# name: (config builder, model vocabulary, pd-connector geometry)
+ARCHES = {
+    "qwen2": (qwen2_config, MODEL_VOCAB, {"attention": "mha", "kv_heads": KV_HEADS, "head_dim": HEAD_DIM}),
+    "sliding": (llama_sliding_config, VOCAB, {"attention": "mha", "kv_heads": KV_HEADS, "head_dim": HEAD_DIM,
+                                              "sliding_window": SLIDING_WINDOW}),
+    "mla": (deepseek_mla_config, VOCAB, {"attention": "mla", "kv_heads": 1,
+                                         "head_dim": MLA_KV_LORA_RANK + MLA_ROPE_DIM}),
+}
+
+
+def random_weights(model, seed, model_vocab=MODEL_VOCAB):
     """Every matrix and bias normal(0, WEIGHT_STD) from one seeded numpy generator (stable across torch
     versions); norm scales stay 1 so activations keep their scale."""
     import numpy as np
@@ -129,7 +183,7 @@ def random_weights(model, seed):
                 param.fill_(1.0)
             else:
                 values = rng.normal(0.0, WEIGHT_STD, size=tuple(param.shape)).astype(np.float32)
-                if name == "lm_head.weight":
+                if name == "lm_head.weight" and model_vocab > VOCAB:
                     values[VOCAB:] = 0.0  # logit 0 beside 512 random ones: never the greedy choice
                 param.copy_(torch.from_numpy(values))
 
@@ -147,9 +201,10 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--arch", choices=sorted(ARCHES), default="qwen2")
     args = parser.parse_args(argv)
 
-    from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
     import torch
 
     torch.manual_seed(args.seed)  # module init draws from torch's generator before our weights replace it
@@ -165,19 +220,20 @@ def main(argv):
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(args.out_dir)
 
-    config = qwen2_config(tokenizer)
-    model = Qwen2ForCausalLM(config).to(torch.float32)
-    random_weights(model, args.seed)
+    make_config, model_vocab, kv = ARCHES[args.arch]
+    config = make_config(tokenizer)
+    model = AutoModelForCausalLM.from_config(config).to(torch.float32)
+    random_weights(model, args.seed, model_vocab)
     model.save_pretrained(args.out_dir, safe_serialization=True)
 
     # The geometry a pd-connector beside this model needs, next to the model (read by the e2e harness).
     with open(os.path.join(args.out_dir, "pd-geometry.json"), "w") as f:
-        json.dump({"layers": LAYERS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "vllm_dtype": "bfloat16",
-                   "dtype_bytes": 2, "vllm_cpu_block_tokens": 128, "model_vocab": MODEL_VOCAB}, f, indent=2,
-                  sort_keys=True)
+        json.dump({"arch": args.arch, "layers": LAYERS, **kv, "vllm_dtype": "bfloat16", "dtype_bytes": 2,
+                   "vllm_cpu_block_tokens": 128, "model_vocab": model_vocab}, f, indent=2, sort_keys=True)
         f.write("\n")
-    print(f"tiny model in {args.out_dir}: {LAYERS} layers, {KV_HEADS} KV heads, head dim {HEAD_DIM}, "
-          f"vocab {VOCAB} (tokenizer) of {MODEL_VOCAB} (model), float32 weights (served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
+    print(f"tiny {args.arch} model in {args.out_dir}: {LAYERS} layers, {kv['attention']} KV, {kv['kv_heads']} KV "
+          f"heads of width {kv['head_dim']}, vocab {VOCAB} (tokenizer) of {model_vocab} (model), float32 weights "
+          f"(served as bfloat16), seed {args.seed}, sha256 {digest(args.out_dir)}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   - NIXL's Python packages nixl, nixl-cu12, nixl-cu13 1.5.1 with --no-deps (the `nixl` meta package picks the
 #     variant from torch's CUDA version, 13 here), which vLLM's NixlConnector imports;
 #   - pytest for the end-to-end tests;
-#   - the tiny test model (make-tiny-model.py) into <cache>/model;
+#   - the tiny test models (make-tiny-model.py) into <cache>/model and, of the other shapes, <cache>/model-mla and
+#     <cache>/model-sliding;
 #   - the pd-connector vLLM plugin (integrations/vllm, editable, --no-deps) when its pyproject.toml is there.
 # Idempotent: a stamp file keyed by the versions and the requirement list (and one for the model, keyed by its
 # script) skips the work when nothing changed, so one CI run (or a developer) installs once. Prints what it did and how long it took.
@@ -122,16 +123,21 @@ else
   say "up to date ($venv)"
 fi
 
-# 3. The tiny model, made again when make-tiny-model.py changed (its own stamp: the venv stays).
+# 3. The tiny models, made again when make-tiny-model.py changed (their own stamps: the venv stays): the Qwen2 one
+#    in <cache>/model, and beside it the other shapes the end-to-end tests serve (model-mla, model-sliding).
 model_key="model-script=$(sha256sum "$model_script" | cut -c1-16)"
-if [ "$(cat "$model/.pd-model-stamp" 2>/dev/null)" != "$model_key" ]; then
-  t0=$SECONDS
-  rm -rf "$model"
-  "$venv/bin/python" "$model_script" "$model" 2>&1 | grep -v 'Writing model shards' || true
-  [ -f "$model/model.safetensors" ] || fail "the tiny model was not written to $model"
-  echo "$model_key" >"$model/.pd-model-stamp"
-  say "tiny model made in $((SECONDS - t0)) s"
-fi
+for arch in qwen2 mla sliding; do
+  dir=$model
+  [ "$arch" = qwen2 ] || dir=$model-$arch
+  if [ "$(cat "$dir/.pd-model-stamp" 2>/dev/null)" != "$model_key" ]; then
+    t0=$SECONDS
+    rm -rf "$dir"
+    "$venv/bin/python" "$model_script" "$dir" --arch "$arch" 2>&1 | grep -v 'Writing model shards' || true
+    [ -f "$dir/model.safetensors" ] || fail "the tiny $arch model was not written to $dir"
+    echo "$model_key" >"$dir/.pd-model-stamp"
+    say "tiny $arch model made in $((SECONDS - t0)) s"
+  fi
+done
 
 # 4. The plugin package (owned by integrations/vllm/pyproject.toml), editable so the tests run the checkout's code.
 if [ -f "$root/integrations/vllm/pyproject.toml" ]; then

@@ -103,8 +103,25 @@ def split_kv(t: torch.Tensor, b: int, dim: int) -> torch.Tensor:
 CASES = [Case("CPU_ATTN", "CPU_ATTN", cpu_attn_build, cpu_attn_kv)]
 CASES += [Case(f"FLASH_ATTN packed {name}", "FLASH_ATTN", packed_build(order), packed_kv)
           for name, order in VLLM_LAYOUTS.items()]
+# flashinfer.py and triton_attn.py (vLLM 0.32) split the same packed view: the HND and NHD layouts of each
+CASES += [Case(f"{backend} packed {name}", backend, packed_build(VLLM_LAYOUTS[name]), packed_kv)
+          for backend in ("FLASHINFER", "TRITON_ATTN") for name in ("LBHNC", "LBNHC")]
 CASES += [Case("FLASH_ATTN split HND", "FLASH_ATTN", split_build(True), split_kv),
           Case("FLASH_ATTN split NHD", "FLASH_ATTN", split_build(False), split_kv)]
+
+
+def mla_build(layers, blocks, tokens, width, dtype, device, gen):
+    """An MLA backend's per-layer latent cache: (num_blocks, block_size, kv_lora_rank + rope_dim), dense."""
+    return [_fill(torch.empty(blocks, tokens, width, dtype=dtype), gen).to(device) for _ in range(layers)]
+
+
+def mla_latent_of(t: torch.Tensor, b: int, kv_lora_rank: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """mla_attention.py: a block's kv_c rows ``[..., :kv_lora_rank]`` and its k_pe rows ``[..., kv_lora_rank:]``."""
+    return t[b, :, :kv_lora_rank], t[b, :, kv_lora_rank:]
+
+
+# the dense MLA backends gpu_layout accepts, FlashMLA with its 64-token blocks among them
+MLA_BACKENDS = ["FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "FLASHINFER_MLA", "FLASH_ATTN_MLA", "CPU_MLA", "AMX_MLA"]
 
 
 def pd_block_offset(l: int, kv: int, h: int, t: int, d: int, heads: int, tokens: int, dim: int) -> int:

@@ -135,3 +135,25 @@ def test_a_p_requests_allocation_costs_the_scheduler_thread_no_read_of_vllms_blo
     c.update_state_after_alloc(p_req, UnreadBlocks([Block(7), Block(8), Block(9)]), 0)
     (save,) = c.build_connector_meta(Output({"p1": 10})).plan.saves
     assert save.vllm_blocks == [7, 8, 9]
+
+
+def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
+    """vLLM's own KV cache specs: one group of full attention (sliding-window layers become full attention beside
+    a connector without SupportsHMA) or of MLA is served; several groups or a Mamba state are refused, named."""
+    import torch
+    from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec,
+                                            MLAAttentionSpec, SlidingWindowSpec)
+    from pd_connector_vllm.connector import kv_groups_refusal
+
+    def config(*specs):
+        return KVCacheConfig(num_blocks=8, kv_cache_tensors=[], kv_cache_groups=[
+            KVCacheGroupSpec([f"model.layers.{i}.attn"], spec) for i, spec in enumerate(specs)])
+
+    full = FullAttentionSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16)
+    latent = MLAAttentionSpec(128, num_kv_heads=1, head_size=576, dtype=torch.bfloat16)
+    window = SlidingWindowSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16, sliding_window=64)
+    assert kv_groups_refusal(config(full)) is None and kv_groups_refusal(config(latent)) is None
+    refusal = kv_groups_refusal(config(window, full))
+    assert "vLLM made 2 group(s): SlidingWindowSpec, FullAttentionSpec" in refusal, refusal
+    mamba = MambaSpec(shapes=((4, 8),), dtypes=(torch.float32,), block_size=128)
+    assert "MambaSpec" in kv_groups_refusal(config(full, mamba))

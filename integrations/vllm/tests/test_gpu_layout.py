@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from kv_cases import CASES, VLLM_LAYOUTS, bits, packed_build, pd_block_offset
+from kv_cases import CASES, MLA_BACKENDS, VLLM_LAYOUTS, bits, mla_build, mla_latent_of, packed_build, pd_block_offset
 from pd_connector_vllm.gpu_layout import BlockCopier, CopyDone, UnsupportedLayout, resolve_layout
 from pd_connector_vllm.layout import GeometryMismatch, PdGeometry, read_pd_blocks, write_pd_blocks
 
@@ -122,7 +122,7 @@ def test_layouts_are_named_with_their_physical_order():
 @pytest.mark.parametrize("backend,shape", [
     ("FLASHINFER", (VLLM_BLOCKS, 2, TOKENS, HEADS, DIM)),
     ("TRITON_ATTN", (VLLM_BLOCKS, 2, TOKENS, HEADS, DIM)),
-    ("FLASHMLA", (VLLM_BLOCKS, TOKENS, 576)),
+    ("FLASHMLA_SPARSE", (VLLM_BLOCKS, TOKENS, 656)),
     ("FLASH_ATTN", (VLLM_BLOCKS, TOKENS, 576)),
     ("TORCH_SDPA", (VLLM_BLOCKS, HEADS, TOKENS, 2 * DIM)),
 ])
@@ -212,3 +212,82 @@ def test_cuda_cache_and_cuda_pool_on_a_side_stream(case):
     done.wait()
     for l, t in enumerate(layers):
         assert torch.equal(bits(p[1, l]), bits(case.kv_of(t, 5, DIM)))
+
+
+# ---- MLA's latent (pd.model.attention=mla) -----------------------------------------------------------------------
+
+MLA_TOKENS, KV_LORA, ROPE = 64, 16, 8   # FlashMLA's 64-token blocks; a latent of kv_lora_rank + rope dim
+
+
+def mla_geometry(dtype=torch.bfloat16, tokens=MLA_TOKENS, width=KV_LORA + ROPE):
+    size = torch.empty((), dtype=dtype).element_size()
+    return PdGeometry(LAYERS, 1, width, tokens, size, 1, LAYERS * tokens * width * size, "mla")
+
+
+@pytest.mark.parametrize("backend", MLA_BACKENDS)
+def test_an_mla_pool_block_holds_each_layers_latent_rows_as_the_kernel_reads_them(backend):
+    g = mla_geometry()
+    src = mla_build(LAYERS, VLLM_BLOCKS, MLA_TOKENS, KV_LORA + ROPE, torch.bfloat16, torch.device("cpu"),
+                    torch.Generator().manual_seed(5))
+    copier = BlockCopier(resolve_layout(backend, src, g), src, g)
+    assert copier.layout.name == f"{backend} latent"
+    p = torch.zeros(POOL_BLOCKS, *g.block_shape(), dtype=torch.bfloat16)
+    assert copier.gather([5, 0], p, [2, 4]).done()
+    flat = bits(p).reshape(POOL_BLOCKS, -1)
+    for vb, pb in ((5, 2), (0, 4)):
+        for l, t in enumerate(src):
+            kv_c, k_pe = mla_latent_of(t, vb, KV_LORA)
+            row = (l * MLA_TOKENS + 7) * (KV_LORA + ROPE)   # [layer][latent][token][dim]: token 7's row
+            assert torch.equal(flat[pb, row:row + KV_LORA], bits(kv_c[7]))
+            assert torch.equal(flat[pb, row + KV_LORA:row + KV_LORA + ROPE], bits(k_pe[7]))
+            assert torch.equal(bits(p[pb, l, 0, 0]), bits(t[vb]))
+    assert not bits(p[[0, 1, 3, 5]]).any(), "blocks outside the copy stay as they were"
+    dst = mla_build(LAYERS, VLLM_BLOCKS, MLA_TOKENS, KV_LORA + ROPE, torch.bfloat16, torch.device("cpu"),
+                    torch.Generator().manual_seed(6))
+    before = [t.clone() for t in dst]
+    BlockCopier(resolve_layout(backend, dst, g), dst, g).scatter(p, [2, 4], [1, 6])
+    for s, d, b in zip(src, dst, before):
+        assert torch.equal(bits(d[1]), bits(s[5])) and torch.equal(bits(d[6]), bits(s[0]))
+        assert torch.equal(bits(d[[0, 2, 3, 4, 5]]), bits(b[[0, 2, 3, 4, 5]]))
+
+
+def test_the_mla_builder_makes_the_view_vllm_makes():
+    """kv_cases' MLA cache against vLLM's own create_kv_cache_views of an MLAAttentionSpec, where vLLM is
+    installed: the layout vLLM hands an MLA backend's layers is the one gpu_layout copies."""
+    kvi = pytest.importorskip("vllm.v1.kv_cache_interface", reason="DID NOT RUN: vLLM is not installed here")
+    from vllm.v1.kv_cache_layout import KVCacheLayout
+
+    spec = kvi.MLAAttentionSpec(MLA_TOKENS, num_kv_heads=1, head_size=KV_LORA + ROPE, dtype=torch.bfloat16)
+    layout = KVCacheLayout["LBNHC"]
+    strides = kvi.compute_layout_strides(spec, VLLM_BLOCKS, LAYERS, layout)
+    raw = torch.zeros(VLLM_BLOCKS * LAYERS * spec.page_size_bytes, dtype=torch.int8)
+    tensor = kvi.KVCacheTensor(size=raw.numel(), layers=[f"model.layers.{i}.attn" for i in range(LAYERS)],
+                               layer_stride=strides[0], block_stride=strides[1])
+    theirs = kvi.create_kv_cache_views(raw, spec, VLLM_BLOCKS, layout, tensor)
+    ours = mla_build(LAYERS, VLLM_BLOCKS, MLA_TOKENS, KV_LORA + ROPE, torch.bfloat16, torch.device("cpu"),
+                     torch.Generator().manual_seed(0))
+    for a, b in zip(theirs, ours):   # vLLM's logical view keeps a heads axis of 1
+        assert (tuple(a.shape), a.dtype) == ((b.shape[0], 1, *b.shape[1:]), b.dtype)
+        a.copy_(b[:, None])
+    g = mla_geometry()
+    p = torch.zeros(POOL_BLOCKS, *g.block_shape(), dtype=torch.bfloat16)
+    BlockCopier(resolve_layout("FLASHMLA", theirs, g), theirs, g).gather([3, 1], p, [0, 5])
+    for l, b in enumerate(ours):
+        assert torch.equal(bits(p[0, l, 0, 0]), bits(b[3])) and torch.equal(bits(p[5, l, 0, 0]), bits(b[1]))
+    back = [torch.zeros_like(a) for a in theirs]
+    BlockCopier(resolve_layout("FLASHMLA", back, g), back, g).scatter(p, [0, 5], [6, 2])
+    for a, b in zip(back, ours):
+        assert torch.equal(bits(a[6, 0]), bits(b[3])) and torch.equal(bits(a[2, 0]), bits(b[1]))
+
+
+def test_mla_and_its_neighbours_are_refused_by_name():
+    latent = [torch.zeros(VLLM_BLOCKS, MLA_TOKENS, KV_LORA + ROPE, dtype=torch.bfloat16) for _ in range(LAYERS)]
+    with pytest.raises(GeometryMismatch, match="an MLA backend needs mla"):
+        resolve_layout("FLASHMLA", latent, geometry(torch.bfloat16))
+    with pytest.raises(GeometryMismatch, match="an MLA backend needs mla"):
+        resolve_layout("FLASH_ATTN", build(CASES[1], torch.bfloat16), mla_geometry())
+    with pytest.raises(GeometryMismatch, match=r"FLASHMLA KV cache \(7, 64, 24\) is not \(num_blocks, 128, 24\)"):
+        resolve_layout("FLASHMLA", latent, mla_geometry(tokens=128))
+    ds_mla = [torch.zeros(VLLM_BLOCKS, MLA_TOKENS, 656, dtype=torch.uint8) for _ in range(LAYERS)]
+    with pytest.raises(UnsupportedLayout, match="attention backend 'FLASHMLA_SPARSE' .* is not supported"):
+        resolve_layout("FLASHMLA_SPARSE", ds_mla, mla_geometry(torch.uint8, width=656))

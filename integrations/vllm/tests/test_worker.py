@@ -499,3 +499,34 @@ def test_p_ignores_the_engine_channel():
 def test_an_unknown_engine_channel_is_refused():
     with pytest.raises(ValueError, match="pd_engine_channel"):
         PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, engine_channel="unix")
+
+
+def test_with_pd_log_kv_digest_p_and_d_log_the_same_digest_of_the_kv_d_loaded(tmp_path, caplog):
+    """P's saved KV and D's loaded KV hashed as vLLM holds them: equal when D's blocks hold P's bytes, and a
+    block that differs changes D's digest."""
+    gen = torch.Generator().manual_seed(21)
+    p_caches = {f"model.layers.{i}.self_attn.attn": torch.randn(NB, H, T, 2 * D, generator=gen) for i in range(L)}
+    p_file = tmp_path / "pd-p-r0.kv"
+    p_file.write_bytes(bytes(3 * LAYOUT["block_bytes"]))
+    p = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True)
+    p.register(p_caches, dict(LAYOUT, role="producer"))
+    caplog.set_level(logging.INFO, logger="vllm.pd_connector")
+    p.save([SaveSpec("r1", "req-d", [0, 2, 4], [0, 1, 2], 10, [(str(p_file), 3 * LAYOUT["block_bytes"])])])
+    pd = torch.frombuffer(bytearray(p_file.read_bytes()), dtype=torch.float32).view(3, L, 2, H, T, D)
+    digests = []
+    for fill in (None, 5.0):
+        served = pd.clone()
+        if fill is not None:
+            served[1, 1, 0, 0, 0, 0] = fill   # one element of one block other than P's
+        client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", served)})
+        d = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True)
+        d.register(caches(), LAYOUT)
+        d.start_loads([load(vllm_blocks=(5, 1, 3), first=0)], [])
+        assert results_within(d).failed == {}
+        d.shutdown()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("KV digest")]
+    saved = [l.rsplit(" ", 1)[1] for l in lines if "P rank 0 saved req-d" in l]
+    loaded = [l.rsplit(" ", 1)[1] for l in lines if "D rank 0 loaded req-d" in l]
+    assert len(saved) == 1 and len(loaded) == 2, lines
+    assert loaded[0] == saved[0] and loaded[1] != saved[0]
+    p.shutdown()

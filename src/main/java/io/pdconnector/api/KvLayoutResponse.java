@@ -27,6 +27,8 @@ public record KvLayoutResponse(
         @JsonProperty("head_dim") int headDim,
         @JsonProperty("block_tokens") int blockTokens,
         @JsonProperty("dtype_bytes") int dtypeBytes,
+        @Schema(description = "what a token's KV is in a layer (pd.model.attention): mha, a K and a V row per KV head;"
+                + " mla, one latent row that every rank holds whole") String attention,
         @JsonProperty("kv_dtype") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
                 "the KV cache's element type by name (pd.model.kv-dtype: bfloat16, float16, float32, fp8_e4m3,"
                         + " fp8_e5m2); absent when only its width is configured") String kvDtype,
@@ -42,22 +44,24 @@ public record KvLayoutResponse(
     static KvLayoutResponse of(String engineId, String role, int tp, int numBlocks, ModelGeometry g,
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
-                g.headDim(), g.blockTokens(), g.dtypeBytes(), g.kvDtype() == null ? null : g.kvDtype().wire(),
-                g.blockBytes(tp),
-                "[layer][k|v][head][token][dim], the rank's heads only", "little-endian", leaseVerification, null, null);
+                g.headDim(), g.blockTokens(), g.dtypeBytes(), g.attention().wire(),
+                g.kvDtype() == null ? null : g.kvDtype().wire(), g.blockBytes(tp),
+                g.replicated() ? "[layer][latent][token][dim], the same on every rank"
+                        : "[layer][k|v][head][token][dim], the rank's heads only",
+                "little-endian", leaseVerification, null, null);
     }
 
     /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
     KvLayoutResponse withPools(List<PoolShare> shares) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, kvDtype, blockBytes, block, byteOrder, leaseVerification,
+                blockTokens, dtypeBytes, attention, kvDtype, blockBytes, block, byteOrder, leaseVerification,
                 shares.stream().map(Pool::of).toList(), engineSocket);
     }
 
     /** The same layout naming the engine socket. */
     KvLayoutResponse withEngineSocket(String path) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, kvDtype, blockBytes, block, byteOrder, leaseVerification, pools, path);
+                blockTokens, dtypeBytes, attention, kvDtype, blockBytes, block, byteOrder, leaseVerification, pools, path);
     }
 
     /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */

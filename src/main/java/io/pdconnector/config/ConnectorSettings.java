@@ -1,5 +1,6 @@
 package io.pdconnector.config;
 
+import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import java.nio.file.Path;
@@ -21,7 +22,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
 
     public static ModelGeometry geometry(PdConfig.Model m) {
         return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes(),
-                m.kvDtype().map(KvDtype::of).orElse(null));
+                m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()));
     }
 
     private static ProducerConfig producer(PdConfig pd, ModelGeometry geometry, int httpPort) {

@@ -1,5 +1,6 @@
 package io.pdconnector.config;
 
+import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
 import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;
@@ -42,9 +43,12 @@ public interface PdConfig {
     /** The port peers reach it at; default: quarkus.http.port. */
     Optional<@Min(1) @Max(65535) Integer> advertisedPort();
 
+    /** The largest tensor-parallel size an instance may have. */
+    int MAX_TP_SIZE = 64;
+
     @WithDefault("1")
     @Min(1)
-    @Max(64)
+    @Max(MAX_TP_SIZE)
     int tpSize();
 
     Model model();
@@ -107,6 +111,15 @@ public interface PdConfig {
          * refuses a quantized (fp8) cache unless it is set.
          */
         Optional<@Pattern(regexp = KvDtype.NAMES) String> kvDtype();
+
+        /**
+         * What a token's KV is in a layer: {@code mha}, a K and a V row per KV head (GQA and MQA too), or
+         * {@code mla}, DeepSeek's multi-head latent attention: one latent row ({@code kv-heads} 1, {@code head-dim}
+         * {@code kv_lora_rank} plus the rope width, 576 for DeepSeek-V2/V3 and Kimi K2), the same on every TP rank.
+         * Part of the handshake. With {@code mla} a producer holds the latent on one rank whatever
+         * {@code pd.tp-size} (docs/vllm.md, "MLA").
+         */
+        @WithDefault("mha") @Pattern(regexp = KvAttention.NAMES) String attention();
     }
 
     interface Lease {

@@ -178,8 +178,9 @@ public record ProducerConfig(
         }
 
         public ProducerConfig build() {
-            return new ProducerConfig(new InstanceSettings(engineId, tpSize, geometry), host, port, numBlocks,
-                    maxNumSeqs, kvShmDir,
+            // the ranks P holds KV on, which is all the producer ever sees of its TP: one for MLA's latent
+            return new ProducerConfig(new InstanceSettings(engineId, geometry.kvRanks(tpSize), geometry), host, port,
+                    numBlocks, maxNumSeqs, kvShmDir,
                     new LeaseSettings(leaseDuration, verification, leaseSlots, reservationTimeout, maxLifetime,
                             stateDir),
                     commandQueueCapacity);

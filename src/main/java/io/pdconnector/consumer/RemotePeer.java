@@ -60,6 +60,10 @@ final class RemotePeer {
             m.requireWithin(config.maxPeerBlocks(), config.maxPeerDescriptors());
             requireOwnAgentName(m);
         }
+        if (config.geometry().replicated() && metadata.size() != 1) {
+            throw new IncompatiblePeerException("MLA producer " + incarnation.engineId() + " publishes "
+                    + metadata.size() + " ranks; an MLA producer holds its latent on one rank");
+        }
         TpMapping mapping = new TpMapping(config.geometry(), metadata.size(), config.tpSize());
         for (HeadSlice s : mapping.slices()) { // every list's length is bounded before anything is loaded
             HandshakeMetadata m = metadata.get(s.prefillRank());

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.protocol.HandshakeMetadata;
@@ -25,7 +26,7 @@ public final class RecordCodec {
     private static final Pattern HOST = Pattern.compile("[A-Za-z0-9.:\\[\\]-]{1,255}");
 
     private final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES,
-            false).addMixIn(HandshakeMetadata.class, HostKvUnsaid.class).addMixIn(ModelGeometry.class, KvDtypeUnsaid.class);
+            false).addMixIn(HandshakeMetadata.class, HostKvUnsaid.class).addMixIn(ModelGeometry.class, GeometryDefaultsUnsaid.class);
 
     /**
      * A rank whose KV is in host memory is written without {@code kvMemory} and {@code kvDevice}, byte for byte
@@ -39,10 +40,29 @@ public final class RecordCodec {
         abstract int kvDevice();
     }
 
-    /** A geometry whose KV dtype has no name is written without it, byte for byte as before names existed. */
-    public abstract static class KvDtypeUnsaid {
+    /**
+     * A geometry whose KV dtype has no name is written without it, and a multi-head one without its attention,
+     * byte for byte as before either existed (absent attention reads back as MHA).
+     */
+    public abstract static class GeometryDefaultsUnsaid {
         @JsonInclude(JsonInclude.Include.NON_NULL)
         abstract KvDtype kvDtype();
+
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = Mha.class)
+        abstract KvAttention attention();
+    }
+
+    /** Jackson's value filter: equal to the attention left out. */
+    public static final class Mha {
+        @Override
+        public boolean equals(Object value) {
+            return KvAttention.MHA.equals(value);
+        }
+
+        @Override
+        public int hashCode() {
+            return KvAttention.MHA.hashCode();
+        }
     }
 
     /** Jackson's value filter: equal to what is left out. */

@@ -16,6 +16,6 @@ public class RecordJson implements ObjectMapperCustomizer {
     @Override
     public void customize(ObjectMapper mapper) {
         mapper.addMixIn(HandshakeMetadata.class, RecordCodec.HostKvUnsaid.class)
-                .addMixIn(ModelGeometry.class, RecordCodec.KvDtypeUnsaid.class);
+                .addMixIn(ModelGeometry.class, RecordCodec.GeometryDefaultsUnsaid.class);
     }
 }

@@ -44,8 +44,9 @@ public class ConnectorReadiness implements HealthCheck {
         if (config.role().producer()) {
             List<HandshakeMetadata> ranks = runtime.registry().self().ranks();
             b.withData("producer-ranks", ranks.size());
-            if (ranks.size() != config.tpSize()) {
-                b.down().withData("failed", "producer published " + ranks.size() + " of " + config.tpSize() + " ranks");
+            int kvRanks = runtime.producerRanks();
+            if (ranks.size() != kvRanks) {
+                b.down().withData("failed", "producer published " + ranks.size() + " of " + kvRanks + " ranks");
             } else if (config.lease().verification() && !ranks.stream().allMatch(HandshakeMetadata::hasSlots)) {
                 b.down().withData("failed", "lease slots are not registered on every rank");
             }

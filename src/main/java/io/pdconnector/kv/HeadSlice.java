@@ -8,7 +8,8 @@ public record HeadSlice(int decodeRank, int prefillRank, int firstHead, int head
 
     /** Number of (offset, length) runs per block, and their layout on either side. */
     public int runsPerBlock(ModelGeometry g, int prefillTp, int decodeTp) {
-        return coversWholeRank(g, prefillTp) && coversWholeRank(g, decodeTp) ? 1 : g.layers() * 2;
+        return coversWholeRank(g, prefillTp) && coversWholeRank(g, decodeTp) ? 1
+                : g.layers() * g.attention().planes();
     }
 
     public long runBytes(ModelGeometry g, int prefillTp, int decodeTp) {

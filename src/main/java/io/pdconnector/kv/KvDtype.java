@@ -1,8 +1,5 @@
 package io.pdconnector.kv;
 
-import java.util.Arrays;
-import java.util.stream.Collectors;
-
 /**
  * The element type of a KV cache by name, as vLLM's {@code --kv-cache-dtype} resolves it: what the bytes mean,
  * which {@code dtypeBytes} alone cannot say (bfloat16 and float16 are both 2 bytes, the fp8 formats both 1).
@@ -36,8 +33,6 @@ public enum KvDtype {
     }
 
     public static KvDtype of(String name) {
-        return Arrays.stream(values()).filter(d -> d.wire.equals(name)).findFirst()
-                .orElseThrow(() -> new IllegalArgumentException("unknown KV dtype " + name + "; known: "
-                        + Arrays.stream(values()).map(KvDtype::wire).collect(Collectors.joining(", "))));
+        return WireNames.of(values(), KvDtype::wire, name, "KV dtype");
     }
 }

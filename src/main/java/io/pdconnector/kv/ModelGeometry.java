@@ -13,8 +13,12 @@ import java.util.HexFormat;
  * <p>In-block layout of one rank (HND): {@code [layer][k|v][head][token][dim]}, each element
  * {@code dtypeBytes} little-endian. The heads of a rank are innermost-but-two, so a contiguous range
  * of heads is {@code layers * 2} contiguous runs per block, and all heads of a rank are one run.
+ *
+ * <p>With {@link KvAttention#MLA} a layer holds one plane, the latent ({@code kvHeads} 1, {@code headDim} its
+ * width): {@code [layer][latent][token][dim]}, the same on every rank ({@link #kvRanks}).
  */
-public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype) {
+public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype,
+        KvAttention attention) {
 
     public static final ModelGeometry DEFAULT = new ModelGeometry(24, 2, 64, 16, 2);
 
@@ -23,6 +27,7 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
      * on the width alone, as before names existed).
      */
     public ModelGeometry {
+        attention = attention == null ? KvAttention.MHA : attention; // a record written before MLA existed
         requireRange("layers", layers, 1, 4096);
         requireRange("kvHeads", kvHeads, 1, 4096);
         requireRange("headDim", headDim, 1, 65536);
@@ -34,14 +39,42 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
             throw new IllegalArgumentException("the KV dtype " + kvDtype.wire() + " is " + kvDtype.bytes()
                     + " bytes, not the " + dtypeBytes + " the geometry says");
         }
+        if (attention == KvAttention.MLA && kvHeads != 1) {
+            throw new IllegalArgumentException("an MLA cache has one latent head per token, not " + kvHeads
+                    + " (kv-heads must be 1, head-dim the latent's width)");
+        }
     }
 
-    /** A geometry whose element type is known by its width only. */
+    /** A multi-head geometry whose element type is known by its width only. */
     public ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes) {
-        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, null);
+        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, null, KvAttention.MHA);
+    }
+
+    /** A multi-head geometry. */
+    public ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype) {
+        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, kvDtype, KvAttention.MHA);
+    }
+
+    /** Whether every rank holds the whole KV (MLA's latent) rather than its share of the heads. */
+    public boolean replicated() {
+        return attention == KvAttention.MLA;
+    }
+
+    /** How many ranks of a {@code tp}-way prefill instance hold KV for decoders to read: one for MLA. */
+    public int kvRanks(int tp) {
+        headsPerRank(tp); // refuses a tp that does not divide the heads
+        return replicated() ? 1 : tp;
+    }
+
+    /** How many decode ranks may read one prefill rank: each reads at least one of its heads; for MLA, all. */
+    public int maxReadersPerRank(int tp, int maxDecodeTp) {
+        return replicated() ? maxDecodeTp : headsPerRank(tp);
     }
 
     public int headsPerRank(int tp) {
+        if (tp >= 1 && replicated()) {
+            return kvHeads;
+        }
         if (tp < 1 || kvHeads % tp != 0) {
             throw new IllegalArgumentException(
                     "tensor-parallel size " + tp + " does not divide the model's " + kvHeads + " KV heads");
@@ -56,7 +89,7 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
 
     /** Bytes of one block on one rank of a {@code tp}-way instance. */
     public long blockBytes(int tp) {
-        return (long) layers * 2 * headsPerRank(tp) * headRunBytes();
+        return (long) layers * attention.planes() * headsPerRank(tp) * headRunBytes();
     }
 
     public int blocksFor(int tokens) {
@@ -65,13 +98,14 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
 
     /**
      * Hash over the geometry and the connector version: peers must agree on it to exchange KV. A named KV dtype
-     * is part of it; an unnamed one leaves the hash as it was before names existed.
+     * is part of it, and MLA; an unnamed dtype and MHA leave the hash as it was before either existed.
      */
     public String compatHash(int connectorVersion) {
         byte[] name = kvDtype == null ? new byte[0] : kvDtype.wire().getBytes(StandardCharsets.US_ASCII);
-        ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3 + name.length);
+        byte[] kind = replicated() ? "/mla".getBytes(StandardCharsets.US_ASCII) : new byte[0];
+        ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3 + name.length + kind.length);
         buf.putInt(layers).putInt(kvHeads).putInt(headDim).putInt(blockTokens).putInt(dtypeBytes)
-                .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D').put(name);
+                .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D').put(name).put(kind);
         try {
             byte[] digest = MessageDigest.getInstance("SHA-256").digest(buf.array());
             return HexFormat.of().formatHex(digest, 0, 16);

@@ -5,7 +5,9 @@ import java.util.List;
 
 /**
  * Which heads each decode rank reads from which prefill rank. With more decode ranks than prefill
- * ranks, each decode rank reads its slice from one prefill rank; with fewer, it reads several.
+ * ranks, each decode rank reads its slice from one prefill rank; with fewer, it reads several. With
+ * MLA every decode rank reads the whole latent from the one prefill rank that holds it
+ * ({@link ModelGeometry#kvRanks}).
  */
 public final class TpMapping {
 
@@ -16,6 +18,18 @@ public final class TpMapping {
     public TpMapping(ModelGeometry geometry, int prefillTp, int decodeTp) {
         this.prefillTp = prefillTp;
         this.decodeTp = decodeTp;
+        if (geometry.replicated()) {
+            if (prefillTp != 1) {
+                throw new IllegalArgumentException("an MLA prefill instance holds its latent on one rank, not "
+                        + prefillTp);
+            }
+            List<HeadSlice> all = new ArrayList<>();
+            for (int d = 0; d < decodeTp; d++) {
+                all.add(new HeadSlice(d, 0, 0, geometry.kvHeads()));
+            }
+            this.slices = List.copyOf(all);
+            return;
+        }
         int perP = geometry.headsPerRank(prefillTp);
         int perD = geometry.headsPerRank(decodeTp);
         List<HeadSlice> all = new ArrayList<>();

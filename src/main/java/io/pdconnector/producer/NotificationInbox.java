@@ -1,5 +1,6 @@
 package io.pdconnector.producer;
 
+import io.pdconnector.config.PdConfig;
 import io.pdconnector.protocol.LeaseNotification;
 import io.pdconnector.transfer.NotificationSink;
 
@@ -22,7 +23,10 @@ final class NotificationInbox {
     private final LeaseExit exit;
     private final Credits credits;
     private final long extensionMillis;
-    /** A decode rank reads at least one head, so no more decode ranks read one prefill rank than it has heads. */
+    /**
+     * A decode rank reads at least one head, so no more decode ranks read one prefill rank than it has heads;
+     * MLA's latent is read whole by every decode rank, so by at most the largest TP.
+     */
     private final int maxConsumers;
 
     NotificationInbox(ProducerState state, LeaseExit exit, Credits credits) {
@@ -31,7 +35,7 @@ final class NotificationInbox {
         this.credits = credits;
         credits.replayReadsWith((lease, read) -> count(lease, read.rank(), read.from(), read.consumers()));
         this.extensionMillis = state.config.heartbeatExtensionMillis();
-        this.maxConsumers = state.config.geometry().headsPerRank(state.config.tpSize());
+        this.maxConsumers = state.config.geometry().maxReadersPerRank(state.config.tpSize(), PdConfig.MAX_TP_SIZE);
     }
 
     /** Everything every rank's agent received since the last step. */

@@ -3,6 +3,7 @@ package io.pdconnector.reference;
 import io.pdconnector.kv.ModelGeometry;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 
 /**
  * A 64-bit digest of a prompt's KV in one canonical order ({@code [block][layer][k|v][head][token][dim]},
@@ -27,9 +28,13 @@ public final class KvDigest {
 
     /**
      * The digest of KV laid out as a {@code tp}-way decoder reads it out: block after block and,
-     * within a block, each rank's slice in rank order.
+     * within a block, each rank's slice in rank order. With MLA every rank holds the whole latent: the
+     * digest is rank 0's, and any other rank holding other bytes changes it.
      */
     public static long ofRankSlices(byte[] kv, ModelGeometry geometry, int tp) {
+        if (geometry.replicated()) {
+            return ofReplicas(kv, geometry, tp);
+        }
         int perRank = geometry.headsPerRank(tp);
         long rankBlock = geometry.blockBytes(tp);
         long block = rankBlock * tp;
@@ -46,6 +51,25 @@ public final class KvDigest {
                         long inRank = ((long) (layer * 2 + kvPart) * perRank + head % perRank) * run;
                         sha.update(kv, Math.toIntExact(base + rank * rankBlock + inRank), run);
                     }
+                }
+            }
+        }
+        return seed(sha);
+    }
+
+    private static long ofReplicas(byte[] kv, ModelGeometry geometry, int tp) {
+        int rankBlock = Math.toIntExact(geometry.blockBytes(tp));
+        long block = (long) rankBlock * tp;
+        if (kv.length == 0 || kv.length % block != 0) {
+            throw new IllegalArgumentException(kv.length + " bytes are not whole blocks of " + block + " bytes");
+        }
+        MessageDigest sha = sha256();
+        for (int base = 0; base < kv.length; base += Math.toIntExact(block)) {
+            sha.update(kv, base, rankBlock);
+            for (int rank = 1; rank < tp; rank++) {
+                int at = base + rank * rankBlock;
+                if (Arrays.mismatch(kv, base, base + rankBlock, kv, at, at + rankBlock) != -1) {
+                    sha.update(kv, at, rankBlock);
                 }
             }
         }

@@ -29,9 +29,9 @@ public final class ReferenceEngine {
         byte[] out = new byte[Math.toIntExact(geometry.blockBytes(tp))];
         int at = 0;
         for (int layer = 0; layer < geometry.layers(); layer++) {
-            for (int kv = 0; kv < 2; kv++) {
+            for (int kv = 0; kv < geometry.attention().planes(); kv++) {
                 for (int h = 0; h < perRank; h++) {
-                    int head = rank * perRank + h;
+                    int head = geometry.replicated() ? h : rank * perRank + h; // MLA: every rank the same latent
                     for (int t = 0; t < bt; t++) {
                         int pos = blockIndex * bt + t;
                         if (pos >= tokens.length) {

@@ -159,6 +159,11 @@ public class ConnectorRuntime {
         return settings.geometry();
     }
 
+    /** The ranks a producer publishes: every TP rank, or MLA's one ({@code ModelGeometry#kvRanks}). */
+    public int producerRanks() {
+        return settings.producer().tpSize();
+    }
+
     private StepLoop start(StepWorker worker, Duration idlePark) {
         return StepLoop.start(worker, settings.loop().openDeadline(), idlePark);
     }

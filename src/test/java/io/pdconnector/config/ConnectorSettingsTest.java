@@ -2,7 +2,9 @@ package io.pdconnector.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.loop.StepLoop;
@@ -43,6 +45,19 @@ class ConnectorSettingsTest {
         assertEquals("the KV dtype fp8_e4m3 is 1 bytes, not the 2 the geometry says", e.getMessage());
         assertEquals(new ModelGeometry(24, 2, 64, 16, 1, KvDtype.FP8_E4M3), ConnectorSettings.from(pd(Map.of(
                 "pd.model.kv-dtype", "fp8_e4m3", "pd.model.dtype-bytes", "1")), 8080).geometry());
+    }
+
+    @Test
+    void mlaNeedsOneLatentHeadAndGivesTheProducerOneRankAtAnyTp() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ConnectorSettings.from(pd(Map.of("pd.model.attention", "mla")), 8080));
+        assertTrue(e.getMessage().contains("kv-heads must be 1"), e.getMessage());
+        ConnectorSettings s = ConnectorSettings.from(pd(Map.of("pd.model.attention", "mla", "pd.model.kv-heads", "1",
+                "pd.model.head-dim", "576", "pd.tp-size", "4")), 8080);
+        assertEquals(KvAttention.MLA, s.geometry().attention());
+        assertEquals(1, s.producer().tpSize(), "P holds MLA's latent on one rank");
+        assertEquals(4, s.consumer().tpSize(), "each of D's ranks holds the latent");
+        assertEquals(KvAttention.MHA, ConnectorSettings.from(pd(Map.of()), 8080).geometry().attention());
     }
 
     @Test

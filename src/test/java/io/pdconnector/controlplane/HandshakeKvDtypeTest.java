@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pdconnector.error.IncompatiblePeerException;
+import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.protocol.HandshakeMetadata;
@@ -62,6 +63,26 @@ class HandshakeKvDtypeTest {
         assertFalse(unnamed.contains("kvDtype"), "an unnamed geometry's record is today's: " + unnamed);
         assertEquals(UNNAMED, codec.decode(codec.encode(record(rank(UNNAMED)))).ranks().getFirst().geometry());
         assertEquals(new ModelGeometry(2, 2, 8, 4, 2).compatHash(V), Cluster.SMALL.compatHash(V));
+    }
+
+    @Test
+    void mlaIsPartOfTheHandshakeAndSurvivesTheRegistryWhileMhaIsWrittenAsBefore() {
+        ModelGeometry mla = new ModelGeometry(2, 1, 576, 4, 2, null, KvAttention.MLA);
+        ModelGeometry mqa = new ModelGeometry(2, 1, 576, 4, 2);
+        assertNotEquals(mla.compatHash(V), mqa.compatHash(V), "a latent is not one K and one V head");
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> rank(mqa).requireCompatible(mla, V));
+        assertTrue(e.getMessage().contains("attention=MLA") && e.getMessage().contains("attention=MHA"),
+                e.getMessage());
+        HandshakeMetadata m = codec.decode(codec.encode(record(rank(mla)))).ranks().getFirst();
+        assertEquals(KvAttention.MLA, m.geometry().attention());
+        m.requireCompatible(mla, V);
+        assertFalse(codec.toText(record(rank(mqa))).contains("attention"), "an MHA record is today's");
+        IllegalArgumentException wide = assertThrows(IllegalArgumentException.class,
+                () -> new ModelGeometry(2, 2, 576, 4, 2, null, KvAttention.MLA));
+        assertTrue(wide.getMessage().contains("kv-heads must be 1"), wide.getMessage());
+        assertEquals(java.util.Arrays.stream(KvAttention.values()).map(KvAttention::wire)
+                .collect(java.util.stream.Collectors.joining("|")), KvAttention.NAMES);
     }
 
     @Test
