@@ -4,9 +4,9 @@
   rope 64), which vLLM's CPU build runs on its MLA backend (AMX_MLA where the CPU has AMX, else CPU_MLA); each
   pd-connector runs pd.model.attention=mla.
 - ``sliding``: a Llama-architecture model whose first layer attends through a 64-token sliding window and the
-  second fully (Gemma 3's and gpt-oss's shape). vLLM turns its hybrid KV cache manager off beside a connector that
-  does not declare SupportsHMA, as pd-connector's does not: both layers then keep every block of the prompt, one
-  KV cache group (docs/vllm.md, "What it serves").
+  second fully (Gemma 3's and gpt-oss's shape). The plugin declares SupportsHMA, so vLLM keeps its hybrid KV
+  cache manager on: two KV cache groups, the window layer keeping a request's last blocks only, and the plugin
+  moves each group's blocks (docs/vllm.md, "Sliding windows").
 
 Per model, one fleet: P with the plugin (8 KV blocks, 6 s leases) and D under kv_load_failure_policy
 ``recompute`` (with ``PD_E2E_MODELS_FULL=1`` a D under ``fail`` too), started at once, every plugin logging a
@@ -86,6 +86,11 @@ def test_d_holds_ps_kv_and_answers_what_one_instance_answers(model):
         with urllib.request.urlopen(service.url + "/v1/kv-layout", timeout=5) as r:
             layout = json.load(r)
         assert layout["attention"] == model.fleet.geometry["attention"], layout
+    if model.arch == "sliding":
+        log = model.p.process.log_text()
+        assert "Turning off hybrid kv cache manager" not in log, "vLLM turned its hybrid manager off beside the plugin"
+        assert "PdConnector: 2 KV cache group(s) ['SlidingWindowSpec', 'FullAttentionSpec']" in log, \
+            "P's plugin did not see the window group beside the full one"
     references = {case.name: model.reference(case) for case in CASES}
     d = model.decoders["recompute"]
     received_before = metric(d.pd_d, SOCKET, {"op": "pulls", "status": "200"})

@@ -54,6 +54,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorMetadata,
     KVConnectorRole,
     KVConnectorTransferResults,
+    SupportsHMA,
 )
 from vllm.logger import init_logger
 
@@ -194,7 +195,9 @@ def wait_for_layout(client: PdClient, deadline_s: float) -> dict[str, Any]:
         time.sleep(0.5)
 
 
-class PdConnector(KVConnectorBase_V1):
+class PdConnector(KVConnectorBase_V1, SupportsHMA):
+    """``SupportsHMA``: vLLM keeps its hybrid KV cache manager on beside the plugin, so a sliding-window layer keeps
+    only its window's blocks; the plugin moves each KV cache group's blocks (kv_groups)."""
 
     def __init__(self, vllm_config: "VllmConfig", role: KVConnectorRole, kv_cache_config: "KVCacheConfig"):
         super().__init__(vllm_config, role, kv_cache_config)
@@ -203,6 +206,7 @@ class PdConnector(KVConnectorBase_V1):
         refusal = kv_groups_refusal(kv_cache_config)
         if refusal:
             raise NotImplementedError(refusal)
+        windows = group_windows(kv_cache_config)
         self._settings = settings
         self._scheduler: PdScheduler | None = None
         self._worker: PdWorker | None = None
@@ -215,7 +219,7 @@ class PdConnector(KVConnectorBase_V1):
                 self._control.start()
                 self._control.wait_for_credit(settings.connect_timeout_s)
             self._scheduler = PdScheduler(self._control, vllm_config.cache_config.block_size,
-                                          settings.timing_level(), settings.credit_wait_s)
+                                          settings.timing_level(), settings.credit_wait_s, windows=windows)
         else:
             if request_amx_tiles():  # before vLLM's first forward: its CPU attention needs them (cpu_tiles)
                 logging.getLogger("vllm.pd_connector").info(
@@ -228,8 +232,13 @@ class PdConnector(KVConnectorBase_V1):
                                     load_threads=settings.load_threads, timing_level=settings.timing_level(),
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
                                     save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype,
-                                    log_kv_digest=settings.log_kv_digest)
+                                    log_kv_digest=settings.log_kv_digest,
+                                    layer_groups=layer_groups(kv_cache_config) if windows else None)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
+        if windows:
+            logger.info("PdConnector: %d KV cache group(s) %s, moving of a request's blocks the last %s (0: all)",
+                        len(windows), [type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups],
+                        windows)
 
     # ---- worker side --------------------------------------------------------------------------
 
@@ -291,17 +300,29 @@ class PdConnector(KVConnectorBase_V1):
         if wants_remote_decode(request.kv_transfer_params):  # P reads vLLM's block ids at the plan, not here
             self._scheduler.produce_allocated(request)
             return
-        (block_ids,) = blocks.get_block_ids()
-        unhashed = blocks.get_unhashed_block_ids() if num_external_tokens > 0 else []
-        self._scheduler.update_state_after_alloc(request, block_ids, unhashed, num_external_tokens)
+        groups = blocks.get_block_ids()
+        if not self._scheduler.grouped:
+            (block_ids,) = groups
+            unhashed = blocks.get_unhashed_block_ids() if num_external_tokens > 0 else []
+            self._scheduler.update_state_after_alloc(request, block_ids, unhashed, num_external_tokens)
+            return
+        # several groups: each group's unhashed blocks but vLLM's null block (a window group's older blocks)
+        unhashed_all = blocks.get_unhashed_block_ids_all_groups() if num_external_tokens > 0 else [[] for _ in groups]
+        full = self._scheduler.full_group
+        self._scheduler.update_state_after_alloc(request, groups[full], unhashed_all[full], num_external_tokens,
+                                                 unhashed_all)
 
     def build_connector_meta(self, scheduler_output: "SchedulerOutput") -> KVConnectorMetadata:
         assert self._scheduler is not None
-        manager = self._kv_cache_manager
+        manager, scheduler = self._kv_cache_manager, self._scheduler
 
-        def block_ids_of(req_id: str) -> list[int]:
+        def block_ids_of(req_id: str) -> list[int] | tuple[list[int], ...]:
             assert manager is not None, "vLLM did not bind its KV cache manager"
-            return list(manager.get_block_ids(req_id)[0])
+            groups = manager.get_block_ids(req_id)
+            if not scheduler.grouped:
+                return list(groups[0])
+            null = manager.block_pool.null_block.block_id  # a window group's blocks behind its window
+            return tuple([-1 if b == null else b for b in g] for g in groups)
 
         return PdConnectorMetadata(self._scheduler.build_plan(scheduler_output.num_scheduled_tokens, block_ids_of))
 
@@ -309,21 +330,45 @@ class PdConnector(KVConnectorBase_V1):
         assert self._scheduler is not None
         return self._scheduler.request_finished(request)
 
+    def request_finished_all_groups(self, request: "Request",
+                                    block_ids: tuple[list[int], ...]) -> tuple[bool, dict[str, Any] | None]:
+        """With vLLM's hybrid manager (several groups): the same end, P's copy having taken every group's blocks."""
+        return self.request_finished(request, [])
 
-# What one KV cache group may hold: full attention (sliding-window layers too: vLLM turns its hybrid KV cache manager
-# off beside a connector without SupportsHMA and keeps their every block) and MLA's latent.
-SERVED_SPECS = ("FullAttentionSpec", "MLAAttentionSpec")
+
+# What a KV cache group may hold: full attention, a sliding window (Gemma 3's, gpt-oss's local layers) and MLA's
+# latent (one group of it: DeepSeek's models have no window).
+SERVED_SPECS = ("FullAttentionSpec", "SlidingWindowSpec", "MLAAttentionSpec")
 
 
 def kv_groups_refusal(kv_cache_config: "KVCacheConfig") -> str | None:
     """Why the plugin cannot serve this model's KV cache groups, naming them; None when it can."""
     groups = kv_cache_config.kv_cache_groups
     specs = [type(g.kv_cache_spec).__name__ for g in groups]
-    if len(groups) == 1 and specs[0] in SERVED_SPECS:
+    sizes = {g.kv_cache_spec.block_size for g in groups}
+    if groups and all(s in SERVED_SPECS for s in specs) and len(sizes) == 1 and (
+            len(groups) == 1 or "MLAAttentionSpec" not in specs):
         return None
-    return (f"PdConnector serves a model whose KV cache is one group of full attention or MLA ({', '.join(SERVED_SPECS)}); "
-            f"vLLM made {len(groups)} group(s): {', '.join(specs) or 'none'}. Linear attention and Mamba layers "
-            "(Qwen3-Next, Jamba) keep state, not blocks, and are not supported")
+    why = (f"of block sizes {sorted(sizes)}" if len(sizes) > 1 and all(s in SERVED_SPECS for s in specs)
+           else f"{', '.join(specs) or 'none'}")
+    return (f"PdConnector serves KV cache groups of full attention and sliding windows of one block size, or one "
+            f"group of MLA ({', '.join(SERVED_SPECS)}); vLLM made {len(groups)} group(s): {why}. Linear attention and "
+            "Mamba layers (Qwen3-Next, Jamba) keep state, not blocks, and are not supported")
+
+
+def group_windows(kv_cache_config: "KVCacheConfig") -> list[int] | None:
+    """How many of a request's last blocks each group keeps (0: all), as vLLM's NIXL connector counts a window:
+    its tokens' blocks and one more, for a window not aligned to blocks; None for one group of full attention."""
+    windows = []
+    for g in kv_cache_config.kv_cache_groups:
+        spec = g.kv_cache_spec
+        window = getattr(spec, "sliding_window", None) if type(spec).__name__ == "SlidingWindowSpec" else None
+        windows.append(-(-window // spec.block_size) + 1 if window else 0)
+    return windows if any(windows) or len(windows) > 1 else None
+
+
+def layer_groups(kv_cache_config: "KVCacheConfig") -> dict[str, int]:
+    return {name: i for i, g in enumerate(kv_cache_config.kv_cache_groups) for name in g.layer_names}
 
 
 def _attention_backend(vllm_config: "VllmConfig") -> str:

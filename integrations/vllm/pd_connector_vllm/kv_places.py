@@ -30,29 +30,66 @@ from .gpu_pool import GpuPoolError, IpcPool, LibCuda
 from .layout import MLA, CopyViews, KvFiles, PdGeometry, read_pd_blocks, write_pd_blocks
 
 
+class LayerGroups:
+    """Which KV cache group each layer is in (model order), and so which of a request's vLLM blocks hold its KV:
+    with one group, ``vllm_blocks`` for every layer; with several (a sliding-window group beside a full one), each
+    group's own blocks, aligned to the end of the request's pd blocks (a window group keeps the last ones)."""
+
+    def __init__(self, groups: Sequence[int] | None = None) -> None:
+        """``groups``: each layer's group, where block ids come per group (PdScheduler.grouped); None: one group."""
+        self._groups = list(groups) if groups else None
+
+    @property
+    def several(self) -> bool:
+        return self._groups is not None
+
+    def copies(self, vllm_blocks: Sequence[int], pd_blocks: Sequence[int], group_blocks: Sequence[Sequence[int]],
+               only_layers: Sequence[int] | None = None):
+        """(vLLM blocks, pd blocks, layers or None for all) of each copy a request's blocks make."""
+        if self._groups is None or not group_blocks:
+            yield list(vllm_blocks), list(pd_blocks), only_layers
+            return
+        if len(group_blocks) != max(self._groups) + 1:
+            raise ValueError(f"{len(group_blocks)} KV cache groups' blocks, the layers are in {max(self._groups) + 1}")
+        for g, blocks in enumerate(group_blocks):
+            if len(blocks) > len(pd_blocks):
+                raise ValueError(f"KV cache group {g} has {len(blocks)} blocks for {len(pd_blocks)} pd blocks")
+            layers = [l for l, lg in enumerate(self._groups) if lg == g and (only_layers is None or l in only_layers)]
+            if blocks and layers:
+                yield list(blocks), list(pd_blocks[len(pd_blocks) - len(blocks):]), layers
+
+    def of_layers(self, count: int, vllm_blocks: Sequence[int], group_blocks: Sequence[Sequence[int]]):
+        """Each layer's blocks of the request."""
+        if self._groups is None or not group_blocks:
+            return [list(vllm_blocks)] * count
+        return [list(group_blocks[g]) for g in self._groups]
+
+
 class FileKv:
     """Today's place: the rank's KV file (P's written, D's read), mapped once per file incarnation."""
 
-    def __init__(self, layers: Sequence[torch.Tensor], g: PdGeometry) -> None:
+    def __init__(self, layers: Sequence[torch.Tensor], g: PdGeometry, groups: LayerGroups | None = None) -> None:
         self._layers = list(layers)
         self._g = g
+        self._groups = groups or LayerGroups()
         self._files = KvFiles()
         self._views = CopyViews(self._layers, latent=g.attention == MLA)
 
     def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int],
-             only_layers: Sequence[int] | None = None) -> None:
+             only_layers: Sequence[int] | None = None, group_blocks: Sequence[list[int]] = ()) -> None:
         if path is None:
             raise RuntimeError("pd-connector keeps its KV in anonymous memory (no kv_file); "
                                "this plugin writes through the shared file only")
         dst = self._files.blocks(path, region_bytes, self._g, self._layers[0].dtype)
-        write_pd_blocks(self._layers, vllm_blocks, dst, pd_blocks, only_layers, self._views)
+        for blocks, pds, layers in self._groups.copies(vllm_blocks, pd_blocks, group_blocks, only_layers):
+            write_pd_blocks(self._layers, blocks, dst, pds, layers, self._views)
 
     def engine_order(self) -> None:
         """Nothing to order: the copies into a CPU cache run on the load thread, done when they return."""
         return None
 
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
-             epoch: int | None = None, after: None = None) -> str | None:
+             epoch: int | None = None, after: None = None, group_blocks: Sequence[list[int]] = ()) -> str | None:
         """None once vLLM's blocks hold the pulled ones, else why not. With the pull's ``epoch``, the blocks'
         epochs are read after the copy: one that changed means a later pull got the block while it was copied,
         and the load fails (``kv-released-early``), its bytes in vLLM's blocks not to be used."""
@@ -65,7 +102,8 @@ class FileKv:
             src, epochs = self._files.blocks_and_epochs(path, int(region_bytes), self._g, self._layers[0].dtype)
         if pd_blocks and (min(pd_blocks) < 0 or max(pd_blocks) >= src.shape[0]):
             return f"bad-blocks: D blocks {pd_blocks} outside {path}'s {src.shape[0]}"
-        read_pd_blocks(src, self._layers, vllm_blocks, pd_blocks, self._views)
+        for blocks, pds, layers in self._groups.copies(vllm_blocks, pd_blocks, group_blocks):
+            read_pd_blocks(src, self._layers, blocks, pds, self._views, layers)
         if epochs is not None:
             # After the copy, in program order: x86-64 keeps loads in order, so an epoch read here that is
             # still the pull's was read after every byte the copy read, and D stamps before it writes.
@@ -76,8 +114,8 @@ class FileKv:
                         "pd-connector restarted)")
         return None
 
-    def digest(self, vllm_blocks: Sequence[int]) -> str:
-        return blocks_digest(self._layers, vllm_blocks)
+    def digest(self, vllm_blocks: Sequence[int], group_blocks: Sequence[list[int]] = ()) -> str:
+        return blocks_digest(self._layers, self._groups.of_layers(len(self._layers), vllm_blocks, group_blocks))
 
     def describe(self) -> str:
         return "pd-connector's KV file (host memory)"
@@ -87,13 +125,18 @@ class FileKv:
         self._files.close()
 
 
-def blocks_digest(layers: Sequence[torch.Tensor], vllm_blocks: Sequence[int]) -> str:
-    """SHA-256 of vLLM's blocks ``vllm_blocks`` of every layer, layer after layer, as bytes: the KV a request
-    holds in vLLM, for ``pd_log_kv_digest`` (P's saved and D's loaded compared by a test). A host copy of each
-    block: a check, never on a path that serves."""
+def _one_group(group_blocks: Sequence[list[int]]) -> None:
+    if group_blocks:  # PdWorker.register refuses several KV cache groups beside a VRAM pool
+        raise ValueError("a VRAM pool's copies take one KV cache group's blocks")
+
+
+def blocks_digest(layers: Sequence[torch.Tensor], blocks_of_layers: Sequence[Sequence[int]]) -> str:
+    """SHA-256 of each layer's vLLM blocks, layer after layer, as bytes: the KV a request holds in vLLM, for
+    ``pd_log_kv_digest`` (P's saved and D's loaded compared by a test). A host copy of each block: a check, never
+    on a path that serves."""
     h = hashlib.sha256()
-    for t in layers:
-        for b in vllm_blocks:
+    for t, blocks in zip(layers, blocks_of_layers):
+        for b in blocks:
             block = t[int(b)].detach().contiguous().cpu()
             h.update(block.view(torch.uint8).numpy().tobytes())
     return h.hexdigest()[:32]
@@ -139,10 +182,12 @@ class PoolKv:
         self._incarnation = entry.get("incarnation")
         self._checked = clock()
 
-    def digest(self, vllm_blocks: Sequence[int]) -> str:
-        return blocks_digest(self._layers, vllm_blocks)
+    def digest(self, vllm_blocks: Sequence[int], group_blocks: Sequence[list[int]] = ()) -> str:
+        return blocks_digest(self._layers, [list(vllm_blocks)] * len(self._layers))
 
-    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int]) -> None:
+    def save(self, path: str | None, region_bytes: int, vllm_blocks: list[int], pd_blocks: list[int],
+             group_blocks: Sequence[list[int]] = ()) -> None:
+        _one_group(group_blocks)
         with self._lock:
             self._current()
             pool = self._pool.blocks(self._layers[0].dtype, self._g.block_shape())
@@ -155,7 +200,9 @@ class PoolKv:
         return self._copier.engine_order()
 
     def load(self, path: str | None, region_bytes: int, pd_blocks: list[int], vllm_blocks: list[int],
-             epoch: int | None = None, after: "torch.cuda.Event | None" = None) -> str | None:
+             epoch: int | None = None, after: "torch.cuda.Event | None" = None,
+             group_blocks: Sequence[list[int]] = ()) -> str | None:
+        _one_group(group_blocks)
         if epoch is not None:
             return "bad-answer: a pull into a VRAM pool names a blocks_epoch; pools have no epoch table"
         with self._lock:

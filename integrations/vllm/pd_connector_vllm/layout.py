@@ -177,11 +177,13 @@ def write_pd_blocks(layers: list[torch.Tensor], vllm_blocks: list[int], dst: tor
 
 
 def read_pd_blocks(src: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int],
-                   pd_blocks: list[int] | None = None, views: CopyViews | None = None) -> None:
+                   pd_blocks: list[int] | None = None, views: CopyViews | None = None,
+                   only_layers: Sequence[int] | None = None) -> None:
     """Copies pd-connector blocks into vLLM's blocks, in order: ``src[pd_blocks[i]]`` (src: (N, L, 2, H, T, D),
-    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``."""
+    e.g. D's whole KV file) into ``vllm_blocks[i]``; without ``pd_blocks``, ``src[i]``; with ``only_layers``, those
+    layers' planes alone (a KV cache group's)."""
     _copy_blocks(src, layers, vllm_blocks, list(range(len(vllm_blocks))) if pd_blocks is None else pd_blocks,
-                 to_file=False, views=views)
+                 to_file=False, only_layers=only_layers, views=views)
 
 
 def _copy_blocks(file: torch.Tensor, layers: list[torch.Tensor], vllm_blocks: list[int], pd_blocks: list[int],

@@ -258,11 +258,12 @@ class PdLoader:
             return f"bad-blocks: vLLM asks for pd blocks up to {end}, P sent {n_total}", ()
         pd_blocks = [int(b) for b in block_ids[spec.first_pd_block:end]]
         after = self._order.pop(spec.request_id, None)
-        reason = kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch, after)
+        reason = kv.load(path, region_bytes, pd_blocks, spec.vllm_blocks, epoch, after, spec.group_blocks)
         if reason is not None:
             return reason, ()
         if self._log_kv_digest and spec.first_pd_block == 0:   # the whole prompt's KV, as P saved it
-            log.info("KV digest: D rank %d loaded %s: %s", self._rank, spec.pd_request_id, kv.digest(spec.vllm_blocks))
+            log.info("KV digest: D rank %d loaded %s: %s", self._rank, spec.pd_request_id,
+                     kv.digest(spec.vllm_blocks, spec.group_blocks))
         return None, (pd_blocks, len(pd_blocks) * g.block_bytes)
 
     def _report(self, request_id: str, reason: str | None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .control import Bound, PdControl
 from .params import params_for_pull, pd_request_id, wants_remote_decode, wants_remote_prefill
@@ -45,8 +45,12 @@ class PdScheduler:
     gets no params (its decoder prefills itself) and that is said once."""
 
     def __init__(self, control: PdControl | None, block_size: int, timing_level: int = logging.DEBUG,
-                 credit_wait_s: float = 10.0, clock=time.monotonic):
+                 credit_wait_s: float = 10.0, clock=time.monotonic, windows: Sequence[int] | None = None):
+        """``windows``: with several KV cache groups, how many of a request's last blocks each group keeps (a
+        sliding-window group: its window's, 0 for a group that keeps all); block ids then come per group."""
         self._control = control
+        self._windows = list(windows) if windows else None
+        self._full_group = self._windows.index(0) if self._windows and 0 in self._windows else 0
         self._credit_wait_s = credit_wait_s
         self._clock = clock
         self._timing_level = timing_level
@@ -54,6 +58,16 @@ class PdScheduler:
         self._producing: dict[str, _Produced] = {}
         self._plan = StepPlan()
         self._warned_no_producer = False
+
+    @property
+    def grouped(self) -> bool:
+        """Whether block ids come per KV cache group (several groups, or a window)."""
+        return self._windows is not None
+
+    @property
+    def full_group(self) -> int:
+        """The KV cache group that keeps every block of a request (with one group, that one)."""
+        return self._full_group
 
     # ---- D: what to load ----------------------------------------------------------------------
 
@@ -98,7 +112,10 @@ class PdScheduler:
         return False
 
     def update_state_after_alloc(self, request: Any, block_ids: list[int], unhashed_block_ids: list[int],
-                                 num_external_tokens: int) -> None:
+                                 num_external_tokens: int, group_unhashed: Sequence[list[int]] = ()) -> None:
+        """D: ``block_ids`` and ``unhashed_block_ids`` of the group that keeps every block; with several groups,
+        ``group_unhashed`` each group's unhashed blocks that are not vLLM's null block (a window group's older
+        blocks are), in order."""
         params = request.kv_transfer_params
         if wants_remote_decode(params):
             self.produce_allocated(request)
@@ -110,6 +127,8 @@ class PdScheduler:
         if num_external_tokens > 0:
             spec.vllm_blocks = list(unhashed_block_ids)
             spec.first_pd_block = len(block_ids) - len(unhashed_block_ids)
+            if self._windows:
+                spec.group_blocks = self._clip(group_unhashed)
             self._plan.loads.append(spec)
         else:
             self._plan.releases.append(spec)
@@ -126,7 +145,7 @@ class PdScheduler:
     # ---- P: when to take granted blocks and save ------------------------------------------------
 
     def build_plan(self, num_scheduled_tokens: dict[str, int],
-                   block_ids_of: Callable[[str], list[int]]) -> StepPlan:
+                   block_ids_of: Callable[[str], list[int] | tuple[list[int], ...]]) -> StepPlan:
         """The step's saves (P requests whose prompt's last token is computed in this step: they take
         granted blocks now, and the worker copies into them after this step's forward), loads and
         releases; clears them for the next step.
@@ -158,7 +177,19 @@ class PdScheduler:
                 produced.plan_ns += each
         return plan
 
-    def _take(self, produced: _Produced, vllm_blocks: list[int]) -> SaveSpec | None:
+    def _clip(self, groups: Sequence[list[int]]) -> list[list[int]]:
+        """Each group's blocks, a window group's cut to the last ones its window needs (as vLLM's NIXL
+        connector cuts them: the window's blocks and one more, for a window not aligned to blocks)."""
+        if len(groups) != len(self._windows):
+            raise ValueError(f"{len(groups)} KV cache groups' blocks, the model has {len(self._windows)}")
+        return [list(blocks[-keep:]) if keep else list(blocks) for blocks, keep in zip(groups, self._windows)]
+
+    def _take(self, produced: _Produced, block_ids: list[int] | tuple[list[int], ...]) -> SaveSpec | None:
+        """``block_ids``: the request's vLLM blocks, per group when there are several (vLLM's null block as -1)."""
+        groups = None
+        if self._windows:
+            groups, block_ids = block_ids, block_ids[self._full_group]
+        vllm_blocks = block_ids
         req = produced.request
         produced.planned = True  # once, whatever the answer: a request without credit is not retried
         if self._control is None:
@@ -184,8 +215,11 @@ class PdScheduler:
             log.warning("P request %s: no granted pd-connector blocks free for %d blocks; the decoder gets no "
                         "kv_transfer_params and prefills itself", req.request_id, n_blocks)
             return None
-        return SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(bound.blocks), num_tokens,
+        spec = SaveSpec(req.request_id, produced.pd_id, vllm_blocks[:n_blocks], list(bound.blocks), num_tokens,
                         list(bound.grant.rank_files), bound.grant.id)
+        if groups is not None:
+            spec.group_blocks = self._clip([[b for b in g[:n_blocks] if b >= 0] for g in groups])
+        return spec
 
     # ---- both: the end of a request ------------------------------------------------------------
 

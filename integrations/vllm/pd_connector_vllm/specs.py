@@ -17,6 +17,10 @@ class SaveSpec:
     num_tokens: int
     rank_files: list[tuple[str, int]]  # per TP rank: (kv_file, region_bytes)
     grant_id: str = ""  # the grant the pd blocks came from: given back whole if the copy fails
+    # with several KV cache groups (a sliding-window group beside a full one), each group's blocks to copy, in
+    # order, aligned to the end of pd_blocks (a window group's are the prompt's last ones); empty: one group,
+    # vllm_blocks for every layer
+    group_blocks: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -31,6 +35,7 @@ class LoadSpec:
     params: dict[str, Any]
     vllm_blocks: list[int] = field(default_factory=list)
     first_pd_block: int = 0
+    group_blocks: list[list[int]] = field(default_factory=list)  # as SaveSpec's, aligned to the load's end
 
 
 @dataclass

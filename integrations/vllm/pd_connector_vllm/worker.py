@@ -27,7 +27,7 @@ import torch
 
 from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
-from .kv_places import FileKv, PoolKv
+from .kv_places import FileKv, LayerGroups, PoolKv
 from .layout import MLA, GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
 from .loading import LoadResults, PdLoader
 from .saving import PdSaver
@@ -41,7 +41,9 @@ class PdWorker:
 
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
-                 save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False):
+                 save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False,
+                 layer_groups: dict[str, int] | None = None):
+        """``layer_groups``: each attention layer's KV cache group by name, where vLLM made several."""
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -53,6 +55,7 @@ class PdWorker:
         self._geometry: PdGeometry | None = None
         self._kv: FileKv | PoolKv | None = None
         self._log_kv_digest = log_kv_digest
+        self._layer_groups = layer_groups or {}
         self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place, log_kv_digest)
         self._timing_level = timing_level  # the level of the per-request timing lines
         self._save_overlap = save_overlap
@@ -73,7 +76,11 @@ class PdWorker:
                 raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: "
                                        + "; ".join(problems))
         layers = [t for _, t in ordered]
+        groups = LayerGroups([self._layer_groups[name] for name, _ in ordered] if self._layer_groups else None)
         if layout.get("pools"):
+            if groups.several:
+                raise GeometryMismatch("a model of several KV cache groups (a sliding window beside full attention) "
+                                       "with pd-connector's KV in GPU memory: the VRAM pool's copies take one group")
             if self._tp != geometry.tp_size:
                 raise GeometryMismatch(f"tensor parallel: vLLM TP={self._tp}, pd-connector pd.tp-size={geometry.tp_size}")
             if backend is None:
@@ -83,7 +90,7 @@ class PdWorker:
             copies = kv.describe()
         else:
             check_geometry(ordered, geometry, self._tp)
-            kv = FileKv(layers, geometry)
+            kv = FileKv(layers, geometry, groups)
             copies = "%s; copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
                                                 else "torch (caches numpy cannot view)")
         self._layers, self._geometry, self._kv = layers, geometry, kv
@@ -135,12 +142,12 @@ class PdWorker:
                                + (" of an MLA model (one file)" if g.attention == MLA else ""))
         path, region_bytes = spec.rank_files[self._rank]
         if only_layers is None:
-            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks)
+            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks, group_blocks=spec.group_blocks)
             if self._log_kv_digest:
                 log.info("KV digest: P rank %d saved %s: %s", self._rank, spec.pd_request_id,
-                         self._kv.digest(spec.vllm_blocks))
+                         self._kv.digest(spec.vllm_blocks, spec.group_blocks))
         else:
-            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks, only_layers)
+            self._kv.save(path, region_bytes, spec.vllm_blocks, spec.pd_blocks, only_layers, spec.group_blocks)
 
     def _give_back(self, grant_id: str) -> None:
         self._client.batch({"returns": [grant_id]})

@@ -138,12 +138,15 @@ def test_a_p_requests_allocation_costs_the_scheduler_thread_no_read_of_vllms_blo
 
 
 def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
-    """vLLM's own KV cache specs: one group of full attention (sliding-window layers become full attention beside
-    a connector without SupportsHMA) or of MLA is served; several groups or a Mamba state are refused, named."""
+    """vLLM's own KV cache specs: groups of full attention and sliding windows of one block size (vLLM's hybrid
+    manager stays on beside the plugin: it declares SupportsHMA), or one group of MLA, are served; a window group
+    keeps its window's blocks and one more; Mamba, mixed block sizes and MLA beside another group are refused,
+    named."""
     import torch
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import SupportsHMA
     from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec,
                                             MLAAttentionSpec, SlidingWindowSpec)
-    from pd_connector_vllm.connector import kv_groups_refusal
+    from pd_connector_vllm.connector import group_windows, kv_groups_refusal, layer_groups
 
     def config(*specs):
         return KVCacheConfig(num_blocks=8, kv_cache_tensors=[], kv_cache_groups=[
@@ -152,8 +155,17 @@ def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
     full = FullAttentionSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16)
     latent = MLAAttentionSpec(128, num_kv_heads=1, head_size=576, dtype=torch.bfloat16)
     window = SlidingWindowSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16, sliding_window=64)
-    assert kv_groups_refusal(config(full)) is None and kv_groups_refusal(config(latent)) is None
-    refusal = kv_groups_refusal(config(window, full))
-    assert "vLLM made 2 group(s): SlidingWindowSpec, FullAttentionSpec" in refusal, refusal
+    wide = SlidingWindowSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16, sliding_window=1024)
+    assert issubclass(PdConnector, SupportsHMA)
+    for served in (config(full), config(latent), config(window, full), config(window), config(wide, window, full)):
+        assert kv_groups_refusal(served) is None
+    assert group_windows(config(full)) is None and group_windows(config(latent)) is None
+    assert group_windows(config(window, full)) == [2, 0], "64 tokens: one block, and one more"
+    assert group_windows(config(wide, window, full)) == [9, 2, 0]
+    assert layer_groups(config(window, full)) == {"model.layers.0.attn": 0, "model.layers.1.attn": 1}
+    small = FullAttentionSpec(16, num_kv_heads=2, head_size=32, dtype=torch.bfloat16)
+    assert "of block sizes [16, 128]" in kv_groups_refusal(config(window, small))
+    assert "MLAAttentionSpec, SlidingWindowSpec" in kv_groups_refusal(config(latent, window))
     mamba = MambaSpec(shapes=((4, 8),), dtypes=(torch.float32,), block_size=128)
-    assert "MambaSpec" in kv_groups_refusal(config(full, mamba))
+    refusal = kv_groups_refusal(config(full, mamba))
+    assert "vLLM made 2 group(s): FullAttentionSpec, MambaSpec" in refusal and "Mamba" in refusal, refusal

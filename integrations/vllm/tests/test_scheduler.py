@@ -287,3 +287,25 @@ def test_d_request_that_ends_before_its_load_is_planned_still_releases_ps_lease(
     assert release.params == PD_PARAMS and release.vllm_blocks == []
     assert s.request_finished(req) == (False, None)
     assert s.build_plan({}, lambda rid: []).releases == []
+
+
+def test_with_a_window_group_beside_a_full_one_p_saves_each_groups_blocks_and_d_loads_them():
+    """vLLM's hybrid manager: a sliding-window group (first) keeps a request's last blocks (here 2: its window's and
+    one more), its older blocks are vLLM's null block (-1 here); the full group keeps all. P's save and D's load name
+    each group's blocks, the window group's cut to its last 2 and aligned to the end of the pd blocks."""
+    control = FakeControl()
+    s = PdScheduler(control, BS, windows=[2, 0])
+    assert s.grouped and s.full_group == 1
+    req = p_request(14)   # 4 blocks of 4 tokens
+    s.update_state_after_alloc(req, [], [], 0)
+    groups = ([-1, -1, 12, 13, 14], [20, 21, 22, 23, 24])   # one block more than the prompt, as vLLM allocates
+    (save,) = s.build_plan({req.request_id: 14}, lambda rid: groups).saves
+    assert save.vllm_blocks == [20, 21, 22, 23] and save.pd_blocks == [40, 41, 42, 43]
+    assert save.group_blocks == [[12, 13], [20, 21, 22, 23]]
+
+    d = PdScheduler(None, BS, windows=[2, 0])
+    dreq = FakeRequest("cmpl-2-0-abcd", list(range(14)), dict(PD_PARAMS))
+    d.update_state_after_alloc(dreq, [30, 31, 32, 33], [31, 32, 33], 10, [[51, 52, 53], [31, 32, 33]])
+    (load,) = d.build_plan({}, lambda rid: ()).loads
+    assert load.vllm_blocks == [31, 32, 33] and load.first_pd_block == 1
+    assert load.group_blocks == [[52, 53], [31, 32, 33]], "the window group's last 2 blocks, the full group's 3"

@@ -302,10 +302,10 @@ def test_a_pull_never_released_is_freed_at_the_retention_and_a_later_pull_into_i
     later_params = produce(pd_retention, "ret-3", vllm_caches(seed=16), [0, 1], 6)
     copy, later = kv_places.read_pd_blocks, {}
 
-    def copy_after_a_later_pull(src, layers, vllm_blocks, pd_blocks, views=None):
+    def copy_after_a_later_pull(src, layers, vllm_blocks, pd_blocks, views=None, only_layers=None):
         wait_until_d_holds_nothing(pd_retention)
         later.update(PdClient(pd_retention.url).pull("ret-3-d", list(range(6)), later_params, 0))
-        copy(src, layers, vllm_blocks, pd_blocks, views)
+        copy(src, layers, vllm_blocks, pd_blocks, views, only_layers)
 
     monkeypatch.setattr(kv_places, "read_pd_blocks", copy_after_a_later_pull)
     results, _ = load_on_d(pd_retention, LoadSpec("ret-2-d", "ret-2-d", list(range(6)), params, [2, 3], 0))

@@ -530,3 +530,44 @@ def test_with_pd_log_kv_digest_p_and_d_log_the_same_digest_of_the_kv_d_loaded(tm
     assert len(saved) == 1 and len(loaded) == 2, lines
     assert loaded[0] == saved[0] and loaded[1] != saved[0]
     p.shutdown()
+
+
+def test_with_a_window_group_each_layer_saves_and_loads_its_groups_blocks_and_the_digests_agree(tmp_path, caplog):
+    """Layer 0 in a sliding-window group (its request's last 2 blocks), layer 1 in the full group (all 4): P writes
+    each layer's planes of its group's blocks into the pd blocks they align to (the window group's into the last
+    two), D reads them back into its own blocks of each group, and P's and D's digests of the request agree."""
+    groups = {"model.layers.0.self_attn.attn": 0, "model.layers.1.self_attn.attn": 1}
+    gen = torch.Generator().manual_seed(31)
+    p_caches = {name: torch.randn(NB + 2, H, T, 2 * D, generator=gen) for name in groups}
+    p_file = tmp_path / "pd-p-r0.kv"
+    p_file.write_bytes(bytes(4 * LAYOUT["block_bytes"]))
+    p = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, layer_groups=groups)
+    p.register(p_caches, dict(LAYOUT, role="producer"))
+    caplog.set_level(logging.INFO, logger="vllm.pd_connector")
+    p.save([SaveSpec("r1", "req-d", [4, 5, 6, 7], [0, 1, 2, 3], 14, [(str(p_file), 4 * LAYOUT["block_bytes"])],
+                     group_blocks=[[2, 3], [4, 5, 6, 7]])])
+    pd = torch.frombuffer(bytearray(p_file.read_bytes()), dtype=torch.float32).view(4, L, 2, H, T, D)
+    window, full = list(p_caches.values())
+    expected = torch.zeros_like(pd)
+    write_pd_blocks([window, full], [4, 5, 6, 7], expected, [0, 1, 2, 3], only_layers=[1])
+    write_pd_blocks([window, full], [2, 3], expected, [2, 3], only_layers=[0])
+    assert torch.equal(pd, expected) and not pd[:2, 0].any(), "the window layer's older pd blocks are not written"
+
+    client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd, d_blocks=(6, 2, 4, 7))})
+    d = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, layer_groups=groups)
+    d_caches = {name: torch.zeros(NB + 2, H, T, 2 * D) for name in groups}
+    d.register(d_caches, LAYOUT)
+    spec = LoadSpec("req-d", "req-d", list(range(14)), {"do_remote_prefill": True}, [0, 1, 2, 3], 0,
+                    group_blocks=[[5, 6], [0, 1, 2, 3]])
+    d.start_loads([spec], [])
+    assert results_within(d).failed == {}
+    d_window, d_full = list(d_caches.values())
+    assert all(torch.equal(d_full[b], full[pb]) for b, pb in zip([0, 1, 2, 3], [4, 5, 6, 7]))
+    assert torch.equal(d_window[5], window[2]) and torch.equal(d_window[6], window[3])
+    assert not d_window[[0, 1, 2, 3, 4, 7]].any(), "no window block but the group's two is written"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("KV digest")]
+    (saved,) = [l.rsplit(" ", 1)[1] for l in lines if "saved req-d" in l]
+    (loaded,) = [l.rsplit(" ", 1)[1] for l in lines if "loaded req-d" in l]
+    assert saved == loaded, lines
+    for w in (p, d):
+        w.shutdown()

@@ -264,3 +264,11 @@ def test_cuda_copies_are_ordered_by_their_events():
     done = copier.gather([1], pool, [3])
     done.wait()
     assert done.done() and float(pool[3, 0].sum()) == 5.0 * pool[3, 0].numel()
+
+
+def test_several_kv_cache_groups_beside_a_vram_pool_are_refused_before_any_pool_is_opened():
+    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1,
+                 layer_groups={name: i for i, name in enumerate(caches())})
+    with pytest.raises(GeometryMismatch, match="several KV cache groups .* the VRAM pool's copies take one group"):
+        w.register(caches(), vram_layout(), gpu_layout.CPU_ATTN,
+                   pool_kv=lambda *a: pytest.fail("no pool for a model of several groups"))
