@@ -38,6 +38,9 @@ from test_plugin import LEASE_S, SOCKET, assert_failed_with_lease_reason
 from workload import Case, P_BLOCKS, Reproducer, answer_text, ask, client, reuse, token_prompt
 
 ARCHES = ["mla", "sliding"]
+# vLLM's blocks on P: pd-connector's P_BLOCKS per KV cache group (the sliding model has two, and 8 blocks split
+# between them would not hold one longest sequence)
+VLLM_P_BLOCKS = {"mla": P_BLOCKS, "sliding": 2 * P_BLOCKS}
 FULL = os.environ.get("PD_E2E_MODELS_FULL") == "1"
 DIGESTS = {"pd_log_kv_digest": "true"}
 # 2 and 5 whole blocks and one token: D computes that token alone, as one instance with the blocks cached does
@@ -53,7 +56,8 @@ class ModelFleet:
         self.pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=P_BLOCKS)
         self.decoders = {policy: Decoder(fleet, self.pd_p, policy, LEASE_S, plugin_settings=DIGESTS)
                          for policy in (("recompute", "fail") if FULL else ("recompute",))}
-        self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=P_BLOCKS, wait=False, plugin_settings=DIGESTS)
+        self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=VLLM_P_BLOCKS[arch], wait=False,
+                                   plugin_settings=DIGESTS)
         fleet.ready(self.p, *(dec.d for dec in self.decoders.values()))
         self.proxy = fleet.proxy(self.p, self.decoders["recompute"].d)
 
@@ -145,6 +149,7 @@ def test_a_reused_request_ids_late_reader_is_declined_and_the_new_attempt_served
         f"attempt 2's reader: {second_status} {second}"
 
 
+TP_LEASE_S = 300
 TP_DIGEST_LINE = re.compile(r"KV digest: ([PD]) rank (\d) (?:saved|loaded) (\S+)-[0-9a-f]{8}: ([0-9a-f]+)")
 
 
@@ -156,8 +161,10 @@ def test_mla_at_different_tp_sizes_moves_the_latent_from_one_p_rank_to_every_d_r
     sums a layer's partial products in another order than TP 1, and the MLA model runs only in bfloat16 here
     (AMX_MLA takes no float32)."""
     with Fleet(f"model-mla-p{p_tp}d{d_tp}", arch="mla") as fleet:
-        pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=P_BLOCKS, tp=p_tp)
-        decoder = Decoder(fleet, pd_p, "fail", LEASE_S, tp=d_tp, plugin_settings=DIGESTS)
+        # a lease far longer than a D leg takes: a fresh TP 2 D's first request has waited minutes on this VM
+        # (docs/vllm.md, "Tensor-parallel fleets"), and a lapsed lease here would only hide the bytes compared
+        pd_p = fleet.pd_service("pd-p", "producer", lease=f"{TP_LEASE_S}s", num_blocks=P_BLOCKS, tp=p_tp)
+        decoder = Decoder(fleet, pd_p, "fail", TP_LEASE_S, tp=d_tp, plugin_settings=DIGESTS)
         p = fleet.plugin_vllm("p", pd_p, num_blocks=P_BLOCKS, wait=False, tp=p_tp, plugin_settings=DIGESTS)
         fleet.ready(p, decoder.d)
         proxy = fleet.proxy(p, decoder.d)
@@ -179,7 +186,7 @@ def stock_model(request):
         pytest.skip("DID NOT RUN: stock NixlConnector on the other model shapes runs with PD_E2E_MODELS_FULL=1 "
                     "(test_stock_nixl.py runs it on the Qwen2 model in CI)")
     with Fleet(f"stock-{request.param}", arch=request.param) as fleet:
-        p = fleet.stock_vllm("p", lease_s=2, num_blocks=P_BLOCKS, wait=False)
+        p = fleet.stock_vllm("p", lease_s=2, num_blocks=VLLM_P_BLOCKS[request.param], wait=False)
         d = fleet.stock_vllm("d", lease_s=2, wait=False)
         fleet.ready(p, d)
         yield request.param, p, d
