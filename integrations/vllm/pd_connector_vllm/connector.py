@@ -56,7 +56,6 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorTransferResults,
     SupportsHMA,
 )
-from vllm.logger import init_logger
 
 from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, PdError, choose_engine_channel
@@ -77,7 +76,9 @@ if TYPE_CHECKING:
     from vllm.v1.kv_cache_interface import KVCacheConfig
     from vllm.v1.request import Request
 
-logger = init_logger(__name__)
+# the plugin's logger: vLLM's init_logger(__name__) would name pd_connector_vllm.connector, which vLLM does not
+# configure, and its lines never showed
+logger = logging.getLogger("vllm.pd_connector")
 
 
 @dataclass
@@ -222,7 +223,7 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                                           settings.timing_level(), settings.credit_wait_s, windows=windows)
         else:
             if request_amx_tiles():  # before vLLM's first forward: its CPU attention needs them (cpu_tiles)
-                logging.getLogger("vllm.pd_connector").info(
+                logger.info(
                     "PdConnector: this worker may use the CPU's AMX tile registers (vLLM's CPU attention runs AMX "
                     "instructions on bf16 caches)")
             rank = tp_rank() if parallelism.tp_size > 1 else 0
@@ -236,9 +237,9 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                                     layer_groups=layer_groups(kv_cache_config) if windows else None)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
         if windows:
-            logger.info("PdConnector: %d KV cache group(s) %s, moving of a request's blocks the last %s (0: all)",
-                        len(windows), [type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups],
-                        windows)
+            logger.info(
+                "PdConnector: %d KV cache group(s) %s, moving of a request's blocks the last %s (0: all)",
+                len(windows), [type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups], windows)
 
     # ---- worker side --------------------------------------------------------------------------
 
