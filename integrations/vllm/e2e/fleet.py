@@ -332,6 +332,8 @@ class Fleet:
             props["pd.model.kv-dtype"] = g["kv_dtype"]
         if g.get("attention", "mha") != "mha":
             props["pd.model.attention"] = g["attention"]
+        if "kv_groups" in g:
+            props["pd.model.kv-groups"] = g["kv_groups"]
         if peers:
             props["pd.registry.store"] = "static"
             props["pd.registry.static.peers"] = ",".join(p.url.removeprefix("http://") for p in peers)

@@ -28,14 +28,15 @@ reproducer (lapse) is declined, failing the request under ``fail`` and answering
 import json
 import os
 import re
+import urllib.error
 import urllib.request
 import uuid
 
 import pytest
 
-from fleet import Decoder, Endpoint, Fleet, metric, status as service_status
+from fleet import Decoder, Endpoint, Fleet, metric, status as service_status, wait_registry_lists
 from test_plugin import LEASE_S, SOCKET, assert_failed_with_lease_reason
-from workload import Case, P_BLOCKS, Reproducer, answer_text, ask, client, reuse, token_prompt
+from workload import Case, P_BLOCKS, Reproducer, answer_text, ask, client, prefill_on_p, reuse, token_prompt
 
 ARCHES = ["mla", "sliding"]
 # vLLM's blocks on P: pd-connector's P_BLOCKS per KV cache group (the sliding model has two, and 8 blocks split
@@ -111,6 +112,31 @@ def test_d_holds_ps_kv_and_answers_what_one_instance_answers(model):
           f"blocks cached than computing them whole: {cold_differs}")
     mismatches = {n: (answers[n], references[n][1]) for n in answers if answers[n] != references[n][1]}
     assert not mismatches, f"{model.arch} P/D through pd-connector answered differently from one instance: {mismatches}"
+
+
+def test_a_decoder_of_other_kv_cache_groups_or_attention_is_refused_at_the_handshake(model):
+    """A decoder's pd-connector naming other groups (a wider window) or the other attention is refused by P's
+    compatibility hash, naming both geometries, and holds nothing."""
+    other = ({"pd.model.kv-groups": "window:128,full"} if model.arch == "sliding"
+             else {"pd.model.attention": "mha"})
+    d = model.fleet.pd_service("pd-d-other", "consumer", peers=[model.pd_p], extra=other)
+    prompt = token_prompt(7620, 257)
+    params = prefill_on_p(model.p.url, prompt, f"{model.arch}-other-reader")["kv_transfer_params"]
+    wait_registry_lists(d, params["remote_engine_id"])
+    body = json.dumps({"request_id": f"{model.arch}-other-reader", "token_ids": prompt,
+                       "kv_transfer_params": params}).encode()
+    req = urllib.request.Request(d.url + "/v1/consumer/pull", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req, timeout=30)
+    problem = json.loads(refused.value.read())
+    assert refused.value.code == 422 and problem["type"].endswith("incompatible-peer"), problem
+    said = ("kvGroups=window:64,full", "kvGroups=window:128,full") if model.arch == "sliding" else (
+        "attention=MLA", "attention=MHA")
+    assert all(s in problem["detail"] for s in said), problem
+    consumer = service_status(d)["consumer"]
+    assert (consumer["pulls_live"], consumer["blocks_in_use"]) == (0, 0), consumer
+    model.fleet.stop(d)
 
 
 def fail_decoder(model: ModelFleet) -> Decoder:

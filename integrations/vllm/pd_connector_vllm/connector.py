@@ -234,7 +234,8 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                                     engine_channel=settings.engine_channel, save_overlap=settings.save_overlap,
                                     save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype,
                                     log_kv_digest=settings.log_kv_digest,
-                                    layer_groups=layer_groups(kv_cache_config) if windows else None)
+                                    layer_groups=layer_groups(kv_cache_config) if windows else None,
+                                    kv_groups=group_names(kv_cache_config) if windows else None)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
         if windows:
             logger.info(
@@ -366,6 +367,12 @@ def group_windows(kv_cache_config: "KVCacheConfig") -> list[int] | None:
         window = getattr(spec, "sliding_window", None) if type(spec).__name__ == "SlidingWindowSpec" else None
         windows.append(-(-window // spec.block_size) + 1 if window else 0)
     return windows if any(windows) or len(windows) > 1 else None
+
+
+def group_names(kv_cache_config: "KVCacheConfig") -> str:
+    """The groups as pd.model.kv-groups names them: ``window:<tokens>`` or ``full`` each, in vLLM's order."""
+    return ",".join(f"window:{g.kv_cache_spec.sliding_window}" if type(g.kv_cache_spec).__name__ == "SlidingWindowSpec"
+                    else "full" for g in kv_cache_config.kv_cache_groups)
 
 
 def layer_groups(kv_cache_config: "KVCacheConfig") -> dict[str, int]:

@@ -139,6 +139,18 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
                                + "; ".join(problems))
 
 
+def kv_groups_problems(vllm_groups: str | None, declared: str | None) -> list[str]:
+    """The disagreement between vLLM's KV cache groups (``window:<tokens>,full``, None for one group of full
+    attention) and the ones pd-connector names (kv-layout's ``kv_groups``, pd.model.kv-groups)."""
+    if vllm_groups == declared:
+        return []
+    if declared is None:
+        return [f"KV cache groups: vLLM keeps this model's KV in groups {vllm_groups}, and pd-connector names none: "
+                f"set pd.model.kv-groups={vllm_groups} so that a peer of other groups is refused at the handshake"]
+    return [f"KV cache groups: vLLM {vllm_groups or 'one group of full attention'}, pd-connector "
+            f"pd.model.kv-groups={declared}"]
+
+
 def is_latent_cache(t: torch.Tensor) -> bool:
     """Whether ``t`` has an MLA latent cache's shape: (num_blocks, block_size, width), or (num_blocks, 1,
     block_size, width) as vLLM's views make it (a multi-head cache of one head per rank has that shape too)."""

@@ -28,7 +28,8 @@ import torch
 from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
 from .kv_places import FileKv, LayerGroups, PoolKv
-from .layout import MLA, GeometryMismatch, PdGeometry, check_geometry, numpy_copies, order_layers
+from .layout import (MLA, GeometryMismatch, PdGeometry, check_geometry, kv_groups_problems, numpy_copies,
+                     order_layers)
 from .loading import LoadResults, PdLoader
 from .saving import PdSaver
 from .specs import LoadSpec, SaveSpec
@@ -42,8 +43,9 @@ class PdWorker:
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
                  save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False,
-                 layer_groups: dict[str, int] | None = None):
-        """``layer_groups``: each attention layer's KV cache group by name, where vLLM made several."""
+                 layer_groups: dict[str, int] | None = None, kv_groups: str | None = None):
+        """``layer_groups``: each attention layer's KV cache group by name, where vLLM made several; ``kv_groups``
+        those groups as pd.model.kv-groups names them (None: one group of full attention)."""
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -56,6 +58,7 @@ class PdWorker:
         self._kv: FileKv | PoolKv | None = None
         self._log_kv_digest = log_kv_digest
         self._layer_groups = layer_groups or {}
+        self._kv_groups = kv_groups
         self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place, log_kv_digest)
         self._timing_level = timing_level  # the level of the per-request timing lines
         self._save_overlap = save_overlap
@@ -70,11 +73,10 @@ class PdWorker:
         of the pulls and releases (RuntimeError when ``pd_engine_channel`` cannot be met)."""
         ordered = order_layers(kv_caches)
         geometry = PdGeometry.from_layout(layout)
-        if self._kv_dtype is not None:
-            problems = kv_dtype.check(self._kv_dtype, layout.get("kv_dtype"))
-            if problems:
-                raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: "
-                                       + "; ".join(problems))
+        problems = kv_dtype.check(self._kv_dtype, layout.get("kv_dtype")) if self._kv_dtype is not None else []
+        problems += kv_groups_problems(self._kv_groups, layout.get("kv_groups"))
+        if problems:
+            raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: " + "; ".join(problems))
         layers = [t for _, t in ordered]
         groups = LayerGroups([self._layer_groups[name] for name, _ in ordered] if self._layer_groups else None)
         if layout.get("pools"):

@@ -169,3 +169,23 @@ def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
     mamba = MambaSpec(shapes=((4, 8),), dtypes=(torch.float32,), block_size=128)
     refusal = kv_groups_refusal(config(full, mamba))
     assert "vLLM made 2 group(s): FullAttentionSpec, MambaSpec" in refusal and "Mamba" in refusal, refusal
+
+
+def test_the_groups_are_named_as_pd_connector_takes_them_and_a_disagreement_refuses_the_start():
+    import torch
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, SlidingWindowSpec
+    from pd_connector_vllm.connector import group_names
+    from pd_connector_vllm.layout import kv_groups_problems
+
+    full = FullAttentionSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16)
+    window = SlidingWindowSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16, sliding_window=64)
+    config = KVCacheConfig(num_blocks=8, kv_cache_tensors=[], kv_cache_groups=[
+        KVCacheGroupSpec(["model.layers.0.attn"], window), KVCacheGroupSpec(["model.layers.1.attn"], full)])
+    assert group_names(config) == "window:64,full"
+    assert kv_groups_problems("window:64,full", "window:64,full") == [] and kv_groups_problems(None, None) == []
+    (unset,) = kv_groups_problems("window:64,full", None)
+    assert "set pd.model.kv-groups=window:64,full" in unset
+    (other,) = kv_groups_problems("window:64,full", "window:128,full")
+    assert other == "KV cache groups: vLLM window:64,full, pd-connector pd.model.kv-groups=window:128,full"
+    (one,) = kv_groups_problems(None, "window:64,full")
+    assert "vLLM one group of full attention" in one

@@ -14,7 +14,7 @@ import torch
 
 from pd_connector_vllm.client import PdClient, PdError
 from pd_connector_vllm import timing_lines
-from pd_connector_vllm.layout import write_pd_blocks
+from pd_connector_vllm.layout import GeometryMismatch, write_pd_blocks
 from pd_connector_vllm.specs import LoadSpec, SaveSpec
 from pd_connector_vllm.worker import PdWorker
 
@@ -571,3 +571,16 @@ def test_with_a_window_group_each_layer_saves_and_loads_its_groups_blocks_and_th
     assert saved == loaded, lines
     for w in (p, d):
         w.shutdown()
+
+
+def test_a_model_of_several_groups_beside_a_pd_connector_naming_other_groups_does_not_start():
+    groups = {"model.layers.0.self_attn.attn": 0, "model.layers.1.self_attn.attn": 1}
+    for declared in (None, "window:128,full"):
+        w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups, kv_groups="window:64,full")
+        layout = dict(LAYOUT, **({"kv_groups": declared} if declared else {}))
+        with pytest.raises(GeometryMismatch, match="KV cache groups: vLLM"):
+            w.register(caches(), layout)
+        w.shutdown()
+    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups, kv_groups="window:64,full")
+    w.register(caches(), dict(LAYOUT, kv_groups="window:64,full"))
+    w.shutdown()

@@ -32,6 +32,9 @@ public record KvLayoutResponse(
         @JsonProperty("kv_dtype") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
                 "the KV cache's element type by name (pd.model.kv-dtype: bfloat16, float16, float32, fp8_e4m3,"
                         + " fp8_e5m2); absent when only its width is configured") String kvDtype,
+        @JsonProperty("kv_groups") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
+                "the KV cache groups (pd.model.kv-groups): full or window:<tokens> each, in order; absent for one"
+                        + " group of full attention") String kvGroups,
         @JsonProperty("block_bytes") long blockBytes,
         String block,
         @JsonProperty("byte_order") String byteOrder,
@@ -45,7 +48,7 @@ public record KvLayoutResponse(
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
                 g.headDim(), g.blockTokens(), g.dtypeBytes(), g.attention().wire(),
-                g.kvDtype() == null ? null : g.kvDtype().wire(), g.blockBytes(tp),
+                g.kvDtype() == null ? null : g.kvDtype().wire(), g.kvGroups(), g.blockBytes(tp),
                 g.replicated() ? "[layer][latent][token][dim], the same on every rank"
                         : "[layer][k|v][head][token][dim], the rank's heads only",
                 "little-endian", leaseVerification, null, null);
@@ -54,14 +57,14 @@ public record KvLayoutResponse(
     /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
     KvLayoutResponse withPools(List<PoolShare> shares) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, attention, kvDtype, blockBytes, block, byteOrder, leaseVerification,
+                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, blockBytes, block, byteOrder, leaseVerification,
                 shares.stream().map(Pool::of).toList(), engineSocket);
     }
 
     /** The same layout naming the engine socket. */
     KvLayoutResponse withEngineSocket(String path) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, attention, kvDtype, blockBytes, block, byteOrder, leaseVerification, pools, path);
+                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, blockBytes, block, byteOrder, leaseVerification, pools, path);
     }
 
     /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */

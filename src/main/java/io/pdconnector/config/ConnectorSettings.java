@@ -22,7 +22,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
 
     public static ModelGeometry geometry(PdConfig.Model m) {
         return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes(),
-                m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()));
+                m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()), m.kvGroups().orElse(null));
     }
 
     private static ProducerConfig producer(PdConfig pd, ModelGeometry geometry, int httpPort) {

@@ -2,6 +2,7 @@ package io.pdconnector.config;
 
 import io.pdconnector.kv.KvAttention;
 import io.pdconnector.kv.KvDtype;
+import io.pdconnector.kv.ModelGeometry;
 import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
@@ -120,6 +121,15 @@ public interface PdConfig {
          * {@code pd.tp-size} (docs/vllm.md, "MLA").
          */
         @WithDefault("mha") @Pattern(regexp = KvAttention.NAMES) String attention();
+
+        /**
+         * The KV cache groups the engine keeps a request's blocks in, in order, where it has more than one group of
+         * full attention: {@code full}, or {@code window:<tokens>} for a sliding-window group (vLLM's hybrid KV cache
+         * manager: Gemma 3's and gpt-oss's {@code window:<sliding_window>,full}). Part of the handshake, so a peer of
+         * other groups is refused; the vLLM plugin refuses a model of several groups unless it is set, and checks
+         * it against vLLM's. Unset: one group of full attention.
+         */
+        Optional<@Pattern(regexp = ModelGeometry.KV_GROUPS) String> kvGroups();
     }
 
     interface Lease {

@@ -41,8 +41,9 @@ public final class RecordCodec {
     }
 
     /**
-     * A geometry whose KV dtype has no name is written without it, and a multi-head one without its attention,
-     * byte for byte as before either existed (absent attention reads back as MHA).
+     * A geometry whose KV dtype has no name is written without it, a multi-head one without its attention, and one
+     * of one KV cache group without its groups, byte for byte as before each existed (absent attention reads back
+     * as MHA).
      */
     public abstract static class GeometryDefaultsUnsaid {
         @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -50,6 +51,9 @@ public final class RecordCodec {
 
         @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = Mha.class)
         abstract KvAttention attention();
+
+        @JsonInclude(JsonInclude.Include.NON_NULL)
+        abstract String kvGroups();
     }
 
     /** Jackson's value filter: equal to the attention left out. */

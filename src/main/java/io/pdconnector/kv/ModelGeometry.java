@@ -16,9 +16,16 @@ import java.util.HexFormat;
  *
  * <p>With {@link KvAttention#MLA} a layer holds one plane, the latent ({@code kvHeads} 1, {@code headDim} its
  * width): {@code [layer][latent][token][dim]}, the same on every rank ({@link #kvRanks}).
+ *
+ * <p>{@code kvGroups} names the KV cache groups the engine keeps a request's blocks in, in order ({@code full}, or
+ * {@code window:<tokens>} for a sliding-window group, whose older blocks the engine drops and whose layers a
+ * transfer fills for the window only); null where the engine has one group of full attention.
  */
 public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype,
-        KvAttention attention) {
+        KvAttention attention, String kvGroups) {
+
+    /** The KV cache groups as the configuration takes them: each {@code full} or {@code window:<tokens>}. */
+    public static final String KV_GROUPS = "(full|window:[1-9][0-9]{0,6})(,(full|window:[1-9][0-9]{0,6})){0,63}";
 
     public static final ModelGeometry DEFAULT = new ModelGeometry(24, 2, 64, 16, 2);
 
@@ -43,6 +50,16 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
             throw new IllegalArgumentException("an MLA cache has one latent head per token, not " + kvHeads
                     + " (kv-heads must be 1, head-dim the latent's width)");
         }
+        if (kvGroups != null && !kvGroups.matches(KV_GROUPS)) {
+            throw new IllegalArgumentException("KV cache groups " + kvGroups
+                    + " are not a list of full and window:<tokens>");
+        }
+    }
+
+    /** A geometry of one KV cache group of full attention (or of MLA). */
+    public ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype,
+            KvAttention attention) {
+        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, kvDtype, attention, null);
     }
 
     /** A multi-head geometry whose element type is known by its width only. */
@@ -98,11 +115,13 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
 
     /**
      * Hash over the geometry and the connector version: peers must agree on it to exchange KV. A named KV dtype
-     * is part of it, and MLA; an unnamed dtype and MHA leave the hash as it was before either existed.
+     * is part of it, MLA, and named KV cache groups; an unnamed dtype, MHA and unnamed groups leave the hash as it
+     * was before each existed.
      */
     public String compatHash(int connectorVersion) {
         byte[] name = kvDtype == null ? new byte[0] : kvDtype.wire().getBytes(StandardCharsets.US_ASCII);
-        byte[] kind = replicated() ? "/mla".getBytes(StandardCharsets.US_ASCII) : new byte[0];
+        byte[] kind = ((replicated() ? "/mla" : "") + (kvGroups == null ? "" : "/groups:" + kvGroups))
+                .getBytes(StandardCharsets.US_ASCII);
         ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3 + name.length + kind.length);
         buf.putInt(layers).putInt(kvHeads).putInt(headDim).putInt(blockTokens).putInt(dtypeBytes)
                 .putInt(connectorVersion).put((byte) 'H').put((byte) 'N').put((byte) 'D').put(name).put(kind);
