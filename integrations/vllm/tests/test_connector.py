@@ -146,7 +146,7 @@ def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
     from vllm.distributed.kv_transfer.kv_connector.v1.base import SupportsHMA
     from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec,
                                             MLAAttentionSpec, SlidingWindowSpec)
-    from pd_connector_vllm.connector import group_windows, kv_groups_refusal, layer_groups
+    from pd_connector_vllm.kv_groups import group_windows, kv_groups_refusal, layer_groups
 
     def config(*specs):
         return KVCacheConfig(num_blocks=8, kv_cache_tensors=[], kv_cache_groups=[
@@ -174,7 +174,7 @@ def test_the_kv_cache_groups_it_serves_and_the_ones_it_refuses_by_name():
 def test_the_groups_are_named_as_pd_connector_takes_them_and_a_disagreement_refuses_the_start():
     import torch
     from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, SlidingWindowSpec
-    from pd_connector_vllm.connector import group_names
+    from pd_connector_vllm.kv_groups import group_names
     from pd_connector_vllm.layout import kv_groups_problems
 
     full = FullAttentionSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16)
