@@ -20,7 +20,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
         return new ConnectorSettings(geometry, producer(pd, geometry, httpPort), consumer(pd, geometry), loop(pd.loop()));
     }
 
-    public static ModelGeometry geometry(PdConfig.Model m) {
+    public static ModelGeometry geometry(ModelConfig m) {
         return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes(),
                 m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()), m.kvGroups().orElse(null));
     }

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.pdconnector.config.LoadFailurePolicy;
+import io.pdconnector.config.ModelConfig;
 import io.pdconnector.config.PdConfig;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -107,7 +108,7 @@ final class VllmContainerCheck {
     }
 
     private static void checkGeometry(String pod, Map<String, String> args, PdConfig config) {
-        PdConfig.Model m = config.model();
+        ModelConfig m = config.model();
         assertEquals(String.valueOf(m.blockTokens()), args.get("--block-size"),
                 pod + ": --block-size is pd.model.block-tokens (set it: vLLM's default differs by platform)");
         String dtype = args.get("--dtype");
