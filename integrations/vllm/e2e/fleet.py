@@ -397,6 +397,25 @@ def wait_peer_loaded(d: Endpoint, engine_id: str, deadline_s: float = 30.0) -> N
         loaded = metric(d, "pd_handshakes_total")
 
 
+def refused_pull(d: Endpoint, request_id: str, prompt: list[int], params: dict) -> dict:
+    """Asks D's pd-connector, once its registry lists P, to pull what P exported under `params`, where it must refuse
+    the producer at the handshake: the problem document of its 422 `incompatible-peer` answer, D found holding
+    nothing after it."""
+    wait_registry_lists(d, params["remote_engine_id"])
+    body = json.dumps({"request_id": request_id, "token_ids": prompt, "kv_transfer_params": params}).encode()
+    req = urllib.request.Request(d.url + "/v1/consumer/pull", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raise AssertionError(f"{d.name} answered {r.status} to a pull it must refuse: {r.read()[:300]!r}")
+    except urllib.error.HTTPError as refused:
+        code, problem = refused.code, json.loads(refused.read())
+    assert code == 422 and problem["type"].endswith("incompatible-peer"), problem
+    consumer = status(d)["consumer"]
+    assert (consumer["pulls_live"], consumer["blocks_in_use"]) == (0, 0), consumer
+    return problem
+
+
 def status(endpoint: Endpoint) -> dict:
     """The service's `GET /v1/status`."""
     code, body = http_get(endpoint.url + "/v1/status")

@@ -5,14 +5,13 @@ handshake, naming both, and holds nothing.
 
 vLLM's CPU build runs an fp8 cache only on x86 with AVX-512 or AMX; elsewhere the module says it did not run."""
 import json
-import urllib.error
 import urllib.request
 
 import pytest
 import torch
 
 from conftest import multi_block_cases
-from fleet import Decoder, Fleet, metric, status as service_status, wait_registry_lists
+from fleet import Decoder, Fleet, metric, refused_pull
 from workload import ask, client, prefill_on_p, token_prompt
 
 if not (torch.cpu._is_avx512_supported() or torch.cpu._is_amx_tile_supported()):
@@ -63,14 +62,5 @@ def test_a_decoder_naming_the_other_fp8_format_is_refused_at_the_handshake(fp8):
     other = fp8.fleet.pd_service("pd-d-e5m2", "consumer", peers=[fp8.pd_p], extra={"pd.model.kv-dtype": "fp8_e5m2"})
     prompt = token_prompt(900, 300)
     params = prefill_on_p(fp8.p.url, prompt, "fp8-e5m2-reader")["kv_transfer_params"]
-    wait_registry_lists(other, params["remote_engine_id"])
-    body = json.dumps({"request_id": "fp8-e5m2-reader", "token_ids": prompt, "kv_transfer_params": params}).encode()
-    req = urllib.request.Request(other.url + "/v1/consumer/pull", data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(req, timeout=30)
-    problem = json.loads(refused.value.read())
-    assert refused.value.code == 422 and problem["type"].endswith("incompatible-peer"), problem
+    problem = refused_pull(other, "fp8-e5m2-reader", prompt, params)
     assert "kvDtype=FP8_E4M3" in problem["detail"] and "kvDtype=FP8_E5M2" in problem["detail"], problem
-    consumer = service_status(other)["consumer"]
-    assert (consumer["pulls_live"], consumer["blocks_in_use"]) == (0, 0), consumer

@@ -28,13 +28,12 @@ reproducer (lapse) is declined, failing the request under ``fail`` and answering
 import json
 import os
 import re
-import urllib.error
 import urllib.request
 import uuid
 
 import pytest
 
-from fleet import Decoder, Endpoint, Fleet, metric, status as service_status, wait_registry_lists
+from fleet import Decoder, Endpoint, Fleet, metric, refused_pull, status as service_status
 from test_plugin import LEASE_S, SOCKET, assert_failed_with_lease_reason
 from workload import Case, P_BLOCKS, Reproducer, answer_text, ask, client, prefill_on_p, reuse, token_prompt
 
@@ -122,20 +121,10 @@ def test_a_decoder_of_other_kv_cache_groups_or_attention_is_refused_at_the_hands
     d = model.fleet.pd_service("pd-d-other", "consumer", peers=[model.pd_p], extra=other)
     prompt = token_prompt(7620, 257)
     params = prefill_on_p(model.p.url, prompt, f"{model.arch}-other-reader")["kv_transfer_params"]
-    wait_registry_lists(d, params["remote_engine_id"])
-    body = json.dumps({"request_id": f"{model.arch}-other-reader", "token_ids": prompt,
-                       "kv_transfer_params": params}).encode()
-    req = urllib.request.Request(d.url + "/v1/consumer/pull", data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(req, timeout=30)
-    problem = json.loads(refused.value.read())
-    assert refused.value.code == 422 and problem["type"].endswith("incompatible-peer"), problem
+    problem = refused_pull(d, f"{model.arch}-other-reader", prompt, params)
     said = ("kvGroups=window:64,full", "kvGroups=window:128,full") if model.arch == "sliding" else (
         "attention=MLA", "attention=MHA")
     assert all(s in problem["detail"] for s in said), problem
-    consumer = service_status(d)["consumer"]
-    assert (consumer["pulls_live"], consumer["blocks_in_use"]) == (0, 0), consumer
     model.fleet.stop(d)
 
 
