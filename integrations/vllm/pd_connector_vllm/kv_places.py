@@ -38,6 +38,9 @@ class LayerGroups:
     def __init__(self, groups: Sequence[int] | None = None) -> None:
         """``groups``: each layer's group, where block ids come per group (PdScheduler.grouped); None: one group."""
         self._groups = list(groups) if groups else None
+        # each group's layers, once: the copies of every save and load walk them
+        self._members = [[l for l, lg in enumerate(self._groups) if lg == g] for g in range(max(self._groups) + 1)] \
+            if self._groups else []
 
     @property
     def several(self) -> bool:
@@ -49,12 +52,12 @@ class LayerGroups:
         if self._groups is None or not group_blocks:
             yield list(vllm_blocks), list(pd_blocks), only_layers
             return
-        if len(group_blocks) != max(self._groups) + 1:
-            raise ValueError(f"{len(group_blocks)} KV cache groups' blocks, the layers are in {max(self._groups) + 1}")
-        for g, blocks in enumerate(group_blocks):
+        if len(group_blocks) != len(self._members):
+            raise ValueError(f"{len(group_blocks)} KV cache groups' blocks, the layers are in {len(self._members)}")
+        for g, (blocks, members) in enumerate(zip(group_blocks, self._members)):
             if len(blocks) > len(pd_blocks):
                 raise ValueError(f"KV cache group {g} has {len(blocks)} blocks for {len(pd_blocks)} pd blocks")
-            layers = [l for l, lg in enumerate(self._groups) if lg == g and (only_layers is None or l in only_layers)]
+            layers = members if only_layers is None else [l for l in members if l in only_layers]
             if blocks and layers:
                 yield list(blocks), list(pd_blocks[len(pd_blocks) - len(blocks):]), layers
 
