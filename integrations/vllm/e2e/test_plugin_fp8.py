@@ -1,7 +1,8 @@
 """An fp8 KV cache (vLLM's --kv-cache-dtype fp8, its e4m3 format) through the plugin: P's and D's vLLM quantize
 their caches, each pd-connector names the type (pd.model.kv-dtype=fp8_e4m3, 1 byte), the KV moves as bytes, and
-P/D answers what one fp8 instance answers. A decoder's pd-connector naming the other fp8 format is refused at the
-handshake, naming both, and holds nothing.
+P/D answers what one fp8 instance answers. The tiny model's checkpoint has no KV scales, so vLLM's are all 1.0, which
+each plugin checks against its pd-connector (pd.model.kv-scales unset) before it starts. A decoder's pd-connector
+naming the other fp8 format, or other scales, is refused at the handshake, naming both, and holds nothing.
 
 vLLM's CPU build runs an fp8 cache only on x86 with AVX-512 or AMX; elsewhere the module says it did not run."""
 import json
@@ -47,6 +48,7 @@ def test_fp8_pd_through_the_plugin_answers_what_one_fp8_instance_answers(fp8):
         with urllib.request.urlopen(service.url + "/v1/kv-layout", timeout=5) as r:
             layout = json.load(r)
         assert (layout["kv_dtype"], layout["dtype_bytes"]) == ("fp8_e4m3", 1), layout
+        assert "kv_scales" not in layout, "unit scales are named by no fingerprint"
     cases = multi_block_cases()
     reference = {case.name: ask(client(fp8.single.url), case) for case in cases}
     received_before = metric(fp8.decoder.pd_d, SOCKET, {"op": "pulls", "status": "200"})
@@ -64,3 +66,12 @@ def test_a_decoder_naming_the_other_fp8_format_is_refused_at_the_handshake(fp8):
     params = prefill_on_p(fp8.p.url, prompt, "fp8-e5m2-reader")["kv_transfer_params"]
     problem = refused_pull(other, "fp8-e5m2-reader", prompt, params)
     assert "kvDtype=FP8_E4M3" in problem["detail"] and "kvDtype=FP8_E5M2" in problem["detail"], problem
+
+
+def test_a_decoder_naming_other_kv_scales_is_refused_at_the_handshake(fp8):
+    other = fp8.fleet.pd_service("pd-d-scaled", "consumer", peers=[fp8.pd_p],
+                                 extra={"pd.model.kv-scales": "0123456789abcdef"})
+    prompt = token_prompt(900, 300)
+    params = prefill_on_p(fp8.p.url, prompt, "fp8-scaled-reader")["kv_transfer_params"]
+    problem = refused_pull(other, "fp8-scaled-reader", prompt, params)
+    assert "kvScales=0123456789abcdef" in problem["detail"] and "kvScales=null" in problem["detail"], problem

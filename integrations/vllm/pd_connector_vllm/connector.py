@@ -236,7 +236,8 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                                     save_timeout_s=settings.save_timeout_s, kv_dtype=cache_dtype,
                                     log_kv_digest=settings.log_kv_digest,
                                     layer_groups=layer_groups(kv_cache_config) if windows else None,
-                                    kv_groups=group_names(kv_cache_config) if windows else None)
+                                    kv_groups=group_names(kv_cache_config) if windows else None,
+                                    kv_scales=self._scales_fingerprint if cache_dtype in kv_dtype.QUANTIZED else None)
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
         if windows:
             logger.info(
@@ -244,6 +245,11 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                 len(windows), [type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups], windows)
 
     # ---- worker side --------------------------------------------------------------------------
+
+    def _scales_fingerprint(self, layer_names: list[str]) -> str:
+        # vLLM fills the attention layers' scales when the weights load, after this connector is made
+        context = self._vllm_config.compilation_config.static_forward_context
+        return kv_dtype.scales_fingerprint(kv_dtype.layer_scales(context, layer_names))
 
     def register_kv_caches(self, kv_caches: dict[str, torch.Tensor]):
         assert self._worker is not None

@@ -7,11 +7,17 @@ cannot see the difference; the name can. pd-connector's ``pd.model.kv-dtype`` pu
 ``--kv-cache-dtype`` resolved (``auto`` is the model's dtype, ``fp8`` is ``fp8_e4m3``).
 
 A quantized cache needs the name declared: without it a decoder of the other fp8 format would be taken. Its
-per-layer scales come from the checkpoint (vLLM 0.32 computes none at run time), so P and D serving the same
-checkpoint agree on them; the handshake does not carry them.
+bytes also mean nothing without the per-layer K and V scales vLLM multiplies them by: the checkpoint's (vLLM 0.32
+computes none at run time, and takes only one scale a tensor), else 1.0. ``scales_fingerprint`` names them in 16
+hex digits, which pd-connector's ``pd.model.kv-scales`` puts in the handshake (``unit``, or unset, for all 1.0), and
+``scales_problems`` makes sure the name is vLLM's: P and D under other scales are refused rather than read.
 """
 
 from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -51,3 +57,44 @@ def check(name: str, declared: str | None) -> list[str]:
     if declared != name:
         return [f"KV dtype: vLLM's cache is {name}, pd-connector pd.model.kv-dtype={declared}"]
     return []
+
+
+UNIT = "unit"
+
+
+def layer_scales(forward_context: Mapping[str, Any], names: Sequence[str]) -> list[tuple[float, float]]:
+    """Each layer's K and V scale, in the order of ``names``, from vLLM's attention layers (its compilation
+    config's ``static_forward_context``) after the weights have loaded. An MLA layer's one latent takes K's."""
+    scales = []
+    for name in names:
+        layer = forward_context.get(name)
+        if layer is None or not hasattr(layer, "_k_scale_float"):
+            raise GeometryMismatch(f"vLLM's attention layer {name} has no KV scales to check against pd-connector's "
+                                   f"pd.model.kv-scales")
+        k = float(layer._k_scale_float)
+        scales.append((k, float(getattr(layer, "_v_scale_float", k))))
+    return scales
+
+
+def scales_fingerprint(scales: Sequence[tuple[float, float]]) -> str:
+    """``unit`` where every scale is 1.0, else 16 hex digits of SHA-256 over the scales as little-endian
+    doubles, layer by layer, K then V: what pd.model.kv-scales takes."""
+    if all(k == 1.0 and v == 1.0 for k, v in scales):
+        return UNIT
+    digest = hashlib.sha256()
+    for k, v in scales:
+        digest.update(struct.pack("<dd", k, v))
+    return digest.hexdigest()[:16]
+
+
+def scales_problems(fingerprint: str, declared: str | None) -> list[str]:
+    """The disagreement between vLLM's scales (``scales_fingerprint``) and the ones pd-connector declares
+    (``kv_scales`` of its kv-layout; None for all 1.0)."""
+    if fingerprint == (declared or UNIT):
+        return []
+    if fingerprint == UNIT:
+        return [f"KV scales: vLLM's fp8 cache has every scale 1.0 (the checkpoint gives none), pd-connector "
+                f"pd.model.kv-scales={declared}"]
+    return [f"KV scales: vLLM's fp8 cache has the checkpoint's per-layer scales {fingerprint}, pd-connector "
+            + (f"pd.model.kv-scales={declared}" if declared else "names none (all 1.0)")
+            + f": set pd.model.kv-scales={fingerprint} so that a peer under other scales is refused at the handshake"]

@@ -21,7 +21,7 @@ is released and reported (D).
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -43,9 +43,12 @@ class PdWorker:
     def __init__(self, client: PdClient, tp_rank: int, tp_size: int, load_threads: int,
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
                  save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False,
-                 layer_groups: dict[str, int] | None = None, kv_groups: str | None = None):
+                 layer_groups: dict[str, int] | None = None, kv_groups: str | None = None,
+                 kv_scales: Callable[[list[str]], str] | None = None):
         """``layer_groups``: each attention layer's KV cache group by name, where vLLM made several; ``kv_groups``
-        those groups as pd.model.kv-groups names them (None: one group of full attention)."""
+        those groups as pd.model.kv-groups names them (None: one group of full attention). ``kv_scales``: for a
+        quantized cache, the fingerprint of vLLM's scales of the named layers (kv_dtype.scales_fingerprint), read
+        at ``register``, once the weights have loaded."""
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -59,6 +62,7 @@ class PdWorker:
         self._log_kv_digest = log_kv_digest
         self._layer_groups = layer_groups or {}
         self._kv_groups = kv_groups
+        self._kv_scales = kv_scales
         self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place, log_kv_digest)
         self._timing_level = timing_level  # the level of the per-request timing lines
         self._save_overlap = save_overlap
@@ -75,6 +79,9 @@ class PdWorker:
         geometry = PdGeometry.from_layout(layout)
         problems = kv_dtype.check(self._kv_dtype, layout.get("kv_dtype")) if self._kv_dtype is not None else []
         problems += kv_groups_problems(self._kv_groups, layout.get("kv_groups"))
+        if self._kv_scales is not None:
+            problems += kv_dtype.scales_problems(self._kv_scales([name for name, _ in ordered]),
+                                                 layout.get("kv_scales"))
         if problems:
             raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: " + "; ".join(problems))
         layers = [t for _, t in ordered]

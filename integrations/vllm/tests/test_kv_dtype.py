@@ -78,3 +78,52 @@ def test_an_fp8_cache_goes_into_pd_connectors_file_byte_for_byte(tmp_path):
     assert torch.equal(on_disk, expected)
     assert on_disk[6].any(), "the bytes arrived, not zeros"
     w.shutdown()
+
+
+def scaled_layers(scales):
+    """vLLM's attention layers as the forward context holds them, each with its K and V scale."""
+    from types import SimpleNamespace
+    return {f"model.layers.{i}.self_attn.attn": SimpleNamespace(_k_scale_float=k, _v_scale_float=v)
+            for i, (k, v) in enumerate(scales)}
+
+
+def test_the_scales_fingerprint_is_unit_for_all_ones_and_names_each_layers_scales_in_order():
+    names = [f"model.layers.{i}.self_attn.attn" for i in range(L)]
+    assert kv_dtype.scales_fingerprint(kv_dtype.layer_scales(scaled_layers([(1.0, 1.0)] * L), names)) == "unit"
+    checkpoint = kv_dtype.scales_fingerprint(kv_dtype.layer_scales(scaled_layers([(0.5, 0.25), (1.0, 2.0)]), names))
+    assert len(checkpoint) == 16 and int(checkpoint, 16) >= 0
+    assert checkpoint != kv_dtype.scales_fingerprint([(1.0, 2.0), (0.5, 0.25)]), "another layer's scales differ"
+    assert checkpoint != kv_dtype.scales_fingerprint([(0.25, 0.5), (2.0, 1.0)]), "K's scale is not V's"
+    from types import SimpleNamespace
+    latent = {"mla": SimpleNamespace(_k_scale_float=0.5)}
+    assert kv_dtype.layer_scales(latent, ["mla"]) == [(0.5, 0.5)], "an MLA latent has K's scale alone"
+    with pytest.raises(GeometryMismatch, match="model.layers.9.self_attn.attn has no KV scales"):
+        kv_dtype.layer_scales(scaled_layers([(1.0, 1.0)]), ["model.layers.9.self_attn.attn"])
+
+
+def test_a_worker_refuses_a_pd_connector_naming_other_scales_than_vllms_at_registration():
+    checkpoint = [(0.5, 0.25), (1.0, 2.0)]
+    fingerprint = kv_dtype.scales_fingerprint(checkpoint)
+    read = []
+
+    def scales_of(names):
+        read.append(names)
+        return kv_dtype.scales_fingerprint(kv_dtype.layer_scales(scaled_layers(checkpoint), names))
+
+    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, kv_dtype="fp8_e4m3", kv_scales=scales_of)
+    with pytest.raises(GeometryMismatch, match=f"names none .all 1.0.: set pd.model.kv-scales={fingerprint}"):
+        w.register(fp8_caches(1), layout(1, "fp8_e4m3"))
+    assert read[0] == [f"model.layers.{i}.self_attn.attn" for i in range(L)], "the scales of vLLM's layers, in order"
+    other = dict(layout(1, "fp8_e4m3"), kv_scales="0123456789abcdef")
+    with pytest.raises(GeometryMismatch, match=f"scales {fingerprint}, pd-connector pd.model.kv-scales=0123456789abcdef"):
+        w.register(fp8_caches(1), other)
+    w.register(fp8_caches(1), dict(layout(1, "fp8_e4m3"), kv_scales=fingerprint))
+    w.shutdown()
+
+    unit = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, kv_dtype="fp8_e4m3",
+                    kv_scales=lambda names: "unit")
+    unit.register(fp8_caches(1), layout(1, "fp8_e4m3"))
+    with pytest.raises(GeometryMismatch, match="every scale 1.0 .the checkpoint gives none., pd-connector "
+                                               "pd.model.kv-scales=0123456789abcdef"):
+        unit.register(fp8_caches(1), other)
+    unit.shutdown()

@@ -35,6 +35,9 @@ public record KvLayoutResponse(
         @JsonProperty("kv_groups") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
                 "the KV cache groups (pd.model.kv-groups): full or window:<tokens> each, in order; absent for one"
                         + " group of full attention") String kvGroups,
+        @JsonProperty("kv_scales") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
+                "a quantized cache's per-layer scales by fingerprint (pd.model.kv-scales: 16 hex digits); absent"
+                        + " when every scale is 1.0 or the cache is not quantized") String kvScales,
         @JsonProperty("block_bytes") long blockBytes,
         String block,
         @JsonProperty("byte_order") String byteOrder,
@@ -48,7 +51,7 @@ public record KvLayoutResponse(
             boolean leaseVerification) {
         return new KvLayoutResponse(engineId, role, tp, numBlocks, g.layers(), g.kvHeads(), g.headsPerRank(tp),
                 g.headDim(), g.blockTokens(), g.dtypeBytes(), g.attention().wire(),
-                g.kvDtype() == null ? null : g.kvDtype().wire(), g.kvGroups(), g.blockBytes(tp),
+                g.kvDtype() == null ? null : g.kvDtype().wire(), g.kvGroups(), g.kvScales(), g.blockBytes(tp),
                 g.replicated() ? "[layer][latent][token][dim], the same on every rank"
                         : "[layer][k|v][head][token][dim], the rank's heads only",
                 "little-endian", leaseVerification, null, null);
@@ -57,14 +60,15 @@ public record KvLayoutResponse(
     /** The same layout with the ranks' VRAM pools, as the engine's plugin opens them. */
     KvLayoutResponse withPools(List<PoolShare> shares) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, blockBytes, block, byteOrder, leaseVerification,
-                shares.stream().map(Pool::of).toList(), engineSocket);
+                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, kvScales, blockBytes, block, byteOrder,
+                leaseVerification, shares.stream().map(Pool::of).toList(), engineSocket);
     }
 
     /** The same layout naming the engine socket. */
     KvLayoutResponse withEngineSocket(String path) {
         return new KvLayoutResponse(engineId, role, tpSize, numBlocks, layers, kvHeads, headsPerRank, headDim,
-                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, blockBytes, block, byteOrder, leaseVerification, pools, path);
+                blockTokens, dtypeBytes, attention, kvDtype, kvGroups, kvScales, blockBytes, block, byteOrder,
+                leaseVerification, pools, path);
     }
 
     /** One rank's pool: its GPU by UUID, its size, its 64-byte CUDA IPC handle (base64) and its incarnation. */

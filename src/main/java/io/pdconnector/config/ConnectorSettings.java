@@ -22,7 +22,8 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
 
     public static ModelGeometry geometry(ModelConfig m) {
         return new ModelGeometry(m.layers(), m.kvHeads(), m.headDim(), m.blockTokens(), m.dtypeBytes(),
-                m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()), m.kvGroups().orElse(null));
+                m.kvDtype().map(KvDtype::of).orElse(null), KvAttention.of(m.attention()), m.kvGroups().orElse(null),
+                m.kvScales().orElse(null));
     }
 
     private static ProducerConfig producer(PdConfig pd, ModelGeometry geometry, int httpPort) {

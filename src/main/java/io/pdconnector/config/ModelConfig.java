@@ -49,4 +49,12 @@ public interface ModelConfig {
      * it against vLLM's. Unset: one group of full attention.
      */
     Optional<@Pattern(regexp = ModelGeometry.KV_GROUPS) String> kvGroups();
+
+    /**
+     * A quantized (fp8) cache's per-layer K and V scales, which the engine multiplies the bytes by: {@code unit}
+     * where every scale is 1.0 (vLLM's default when the checkpoint has none; the same as unset), else the 16 hex
+     * digits the vLLM plugin names at start-up for the checkpoint's scales. Part of the handshake, so a peer under
+     * other scales is refused; the vLLM plugin checks it against vLLM's. Needs {@code kv-dtype} fp8.
+     */
+    Optional<@Pattern(regexp = ModelGeometry.KV_SCALES) String> kvScales();
 }

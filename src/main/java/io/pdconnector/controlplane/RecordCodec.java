@@ -41,9 +41,9 @@ public final class RecordCodec {
     }
 
     /**
-     * A geometry whose KV dtype has no name is written without it, a multi-head one without its attention, and one
-     * of one KV cache group without its groups, byte for byte as before each existed (absent attention reads back
-     * as MHA).
+     * A geometry whose KV dtype has no name is written without it, a multi-head one without its attention, one of
+     * one KV cache group without its groups and one of unit (or no) scales without its scales, byte for byte as
+     * before each existed (absent attention reads back as MHA).
      */
     public abstract static class GeometryDefaultsUnsaid {
         @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -54,6 +54,9 @@ public final class RecordCodec {
 
         @JsonInclude(JsonInclude.Include.NON_NULL)
         abstract String kvGroups();
+
+        @JsonInclude(JsonInclude.Include.NON_NULL)
+        abstract String kvScales();
     }
 
     /** Jackson's value filter: equal to the attention left out. */

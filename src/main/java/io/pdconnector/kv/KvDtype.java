@@ -32,6 +32,11 @@ public enum KvDtype {
         return bytes;
     }
 
+    /** Whether the engine keeps this type under per-layer scales: the fp8 formats. */
+    public boolean quantized() {
+        return this == FP8_E4M3 || this == FP8_E5M2;
+    }
+
     public static KvDtype of(String name) {
         return WireNames.of(values(), KvDtype::wire, name, "KV dtype");
     }

@@ -20,12 +20,22 @@ import java.util.HexFormat;
  * <p>{@code kvGroups} names the KV cache groups the engine keeps a request's blocks in, in order ({@code full}, or
  * {@code window:<tokens>} for a sliding-window group, whose older blocks the engine drops and whose layers a
  * transfer fills for the window only); null where the engine has one group of full attention.
+ *
+ * <p>{@code kvScales} fingerprints a quantized (fp8) cache's per-layer K and V scales, which the engine multiplies
+ * the bytes by: the same bytes under other scales are other values. Null where every scale is 1.0 (the engine's
+ * default when the checkpoint has none) or the cache is not quantized.
  */
 public record ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype,
-        KvAttention attention, String kvGroups) {
+        KvAttention attention, String kvGroups, String kvScales) {
 
     /** The KV cache groups as the configuration takes them: each {@code full} or {@code window:<tokens>}. */
     public static final String KV_GROUPS = "(full|window:[1-9][0-9]{0,6})(,(full|window:[1-9][0-9]{0,6})){0,63}";
+
+    /**
+     * A quantized cache's scales as the configuration takes them: {@code unit} (every scale 1.0, as unset) or the
+     * 16 hex digits the vLLM plugin prints for them.
+     */
+    public static final String KV_SCALES = "unit|[0-9a-f]{16}";
 
     public static final ModelGeometry DEFAULT = new ModelGeometry(24, 2, 64, 16, 2);
 
@@ -54,6 +64,20 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
             throw new IllegalArgumentException("KV cache groups " + kvGroups
                     + " are not a list of full and window:<tokens>");
         }
+        kvScales = "unit".equals(kvScales) ? null : kvScales; // unit scales hash and are written as no scales
+        if (kvScales != null && !kvScales.matches(KV_SCALES)) {
+            throw new IllegalArgumentException("KV scales " + kvScales + " are neither unit nor 16 hex digits");
+        }
+        if (kvScales != null && (kvDtype == null || !kvDtype.quantized())) {
+            throw new IllegalArgumentException("KV scales " + kvScales + " belong to a quantized cache (kv-dtype "
+                    + "fp8_e4m3 or fp8_e5m2), and the KV dtype is " + (kvDtype == null ? "unnamed" : kvDtype.wire()));
+        }
+    }
+
+    /** A geometry whose quantized cache, if any, has unit scales. */
+    public ModelGeometry(int layers, int kvHeads, int headDim, int blockTokens, int dtypeBytes, KvDtype kvDtype,
+            KvAttention attention, String kvGroups) {
+        this(layers, kvHeads, headDim, blockTokens, dtypeBytes, kvDtype, attention, kvGroups, null);
     }
 
     /** A geometry of one KV cache group of full attention (or of MLA). */
@@ -115,12 +139,13 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
 
     /**
      * Hash over the geometry and the connector version: peers must agree on it to exchange KV. A named KV dtype
-     * is part of it, MLA, and named KV cache groups; an unnamed dtype, MHA and unnamed groups leave the hash as it
-     * was before each existed.
+     * is part of it, MLA, named KV cache groups and a quantized cache's scales; an unnamed dtype, MHA, unnamed
+     * groups and unit scales leave the hash as it was before each existed.
      */
     public String compatHash(int connectorVersion) {
         byte[] name = kvDtype == null ? new byte[0] : kvDtype.wire().getBytes(StandardCharsets.US_ASCII);
-        byte[] kind = ((replicated() ? "/mla" : "") + (kvGroups == null ? "" : "/groups:" + kvGroups))
+        byte[] kind = ((replicated() ? "/mla" : "") + (kvGroups == null ? "" : "/groups:" + kvGroups)
+                + (kvScales == null ? "" : "/scales:" + kvScales))
                 .getBytes(StandardCharsets.US_ASCII);
         ByteBuffer buf = ByteBuffer.allocate(6 * Integer.BYTES + 3 + name.length + kind.length);
         buf.putInt(layers).putInt(kvHeads).putInt(headDim).putInt(blockTokens).putInt(dtypeBytes)

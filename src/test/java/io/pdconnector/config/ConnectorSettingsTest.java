@@ -48,6 +48,21 @@ class ConnectorSettingsTest {
     }
 
     @Test
+    void kvScalesNeedAnFp8CacheAndUnitIsTheSameAsUnset() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ConnectorSettings.from(pd(Map.of("pd.model.kv-scales", "0123456789abcdef")), 8080));
+        assertTrue(e.getMessage().contains("belong to a quantized cache") && e.getMessage().contains("unnamed"),
+                e.getMessage());
+        Map<String, String> fp8 = Map.of("pd.model.kv-dtype", "fp8_e4m3", "pd.model.dtype-bytes", "1");
+        ModelGeometry unset = ConnectorSettings.from(pd(fp8), 8080).geometry();
+        java.util.Map<String, String> unit = new java.util.HashMap<>(fp8);
+        unit.put("pd.model.kv-scales", "unit");
+        assertEquals(unset, ConnectorSettings.from(pd(unit), 8080).geometry());
+        unit.put("pd.model.kv-scales", "0123456789abcdef");
+        assertEquals("0123456789abcdef", ConnectorSettings.from(pd(unit), 8080).geometry().kvScales());
+    }
+
+    @Test
     void mlaNeedsOneLatentHeadAndGivesTheProducerOneRankAtAnyTp() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ConnectorSettings.from(pd(Map.of("pd.model.attention", "mla")), 8080));

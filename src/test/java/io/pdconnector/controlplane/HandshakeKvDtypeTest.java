@@ -106,6 +106,33 @@ class HandshakeKvDtypeTest {
     }
 
     @Test
+    void anFp8CachesScalesArePartOfTheHandshakeAndUnitScalesAreWrittenAsBefore() {
+        ModelGeometry scaled = scaled("0123456789abcdef");
+        ModelGeometry other = scaled("fedcba9876543210");
+        assertNotEquals(scaled.compatHash(V), other.compatHash(V), "the same bytes under other scales differ");
+        assertNotEquals(scaled.compatHash(V), E4M3.compatHash(V));
+        assertEquals(E4M3, scaled("unit"), "unit scales are the scales of a cache that names none");
+        assertEquals(E4M3.compatHash(V), scaled("unit").compatHash(V));
+        IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
+                () -> rank(other).requireCompatible(scaled, V));
+        assertTrue(e.getMessage().contains("kvScales=fedcba9876543210")
+                && e.getMessage().contains("kvScales=0123456789abcdef"), e.getMessage());
+        assertThrows(IncompatiblePeerException.class, () -> rank(E4M3).requireCompatible(scaled, V));
+        assertEquals("0123456789abcdef", codec.decode(codec.encode(record(rank(scaled)))).ranks().getFirst()
+                .geometry().kvScales());
+        assertFalse(codec.toText(record(rank(E4M3))).contains("kvScales"), "a record of unit scales is today's");
+        IllegalArgumentException bf16 = assertThrows(IllegalArgumentException.class,
+                () -> new ModelGeometry(2, 2, 8, 4, 2, KvDtype.BFLOAT16, KvAttention.MHA, null, "0123456789abcdef"));
+        assertTrue(bf16.getMessage().contains("belong to a quantized cache") && bf16.getMessage().contains("bfloat16"),
+                bf16.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> scaled("0123"));
+    }
+
+    private static ModelGeometry scaled(String scales) {
+        return new ModelGeometry(2, 2, 8, 4, 1, KvDtype.FP8_E4M3, KvAttention.MHA, null, scales);
+    }
+
+    @Test
     void aNameOfAnotherWidthThanTheGeometrysIsRefused() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new ModelGeometry(2, 2, 8, 4, 2, KvDtype.FP8_E4M3));
