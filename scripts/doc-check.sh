@@ -10,7 +10,7 @@
 #                                       benchmark: minutes on a quiet machine).
 #   2. Relative links and images resolve, to a file and to a heading of it, and so do the alert rules'
 #      runbook annotations in k8s/; docs/ holds pages only (a benchmark's output goes under target/, not
-#      docs/); every test class the docs name exists under src/test/java.
+#      docs/); every test class the docs name exists under src/test/java or src/bench/java.
 #   3. README.md is at most 300 lines; README.md, docs/ and CHANGELOG.md name no internal issue numbers and
 #      no development sessions; no file of the repository names a path of a development machine.
 #   4. Starts the service with scripts/run (as the README's walk-through does), runs every `run` block,
@@ -122,7 +122,7 @@ for path, (blocks, _) in parsed.items():
             runs.append((str(path), line, text, expects))
 
 # 2. Links, images, pages only under docs/, test classes.
-tests = {p.stem for p in Path("src/test/java").rglob("*.java")}
+tests = {p.stem for d in ("src/test/java", "src/bench/java") for p in Path(d).rglob("*.java")}
 for path, (_, prose) in parsed.items():
     for n, line in prose:
         where = f"{path}:{n}"
@@ -139,7 +139,7 @@ for path, (_, prose) in parsed.items():
                 err(where, f"link to {target}: {rel} has no heading #{anchor}")
         for name in re.findall(r"`(?:[\w./]*/)?([A-Z][A-Za-z0-9]*(?:Test|IT))(?:[.#][\w*]*)?`", line):
             if name not in tests:
-                err(where, f"`{name}` names no test class under src/test/java")
+                err(where, f"`{name}` names no test class under src/test/java or src/bench/java")
 # The alerts' runbook annotations point at a page and one of its headings.
 for rules in sorted(Path("k8s").rglob("*.yaml")):
     for n, line in enumerate(rules.read_text().splitlines(), 1):
