@@ -9,8 +9,8 @@
 #        ```bash needs=WHAT             it needs what CI has not: cluster, gpu, docker or bench (a
 #                                       benchmark: minutes on a quiet machine).
 #   2. Relative links and images resolve, to a file and to a heading of it, and so do the alert rules'
-#      runbook annotations in k8s/; every file under docs/load/ and docs/step/ is referenced; every test
-#      class the docs name exists under src/test/java.
+#      runbook annotations in k8s/; docs/ holds pages only (a benchmark's output goes under target/, not
+#      docs/); every test class the docs name exists under src/test/java or src/bench/java.
 #   3. README.md is at most 300 lines; README.md, docs/ and CHANGELOG.md name no internal issue numbers and
 #      no development sessions; no file of the repository names a path of a development machine.
 #   4. Starts the service with scripts/run (as the README's walk-through does), runs every `run` block,
@@ -121,9 +121,8 @@ for path, (blocks, _) in parsed.items():
         if mark == "run":
             runs.append((str(path), line, text, expects))
 
-# 2. Links, images, referenced result files, test classes.
-referenced = set()
-tests = {p.stem for p in Path("src/test/java").rglob("*.java")}
+# 2. Links, images, pages only under docs/, test classes.
+tests = {p.stem for d in ("src/test/java", "src/bench/java") for p in Path(d).rglob("*.java")}
 for path, (_, prose) in parsed.items():
     for n, line in prose:
         where = f"{path}:{n}"
@@ -134,18 +133,13 @@ for path, (_, prose) in parsed.items():
             file, _, anchor = target.partition("#")
             dest = (path.parent / file).resolve() if file else path.resolve()
             rel = Path(os.path.relpath(dest, Path.cwd()))
-            referenced.add(rel.as_posix())
             if not dest.exists():
                 err(where, f"link to {target}: no such file"); continue
             if anchor and dest.suffix == ".md" and anchor not in anchors_of(rel):
                 err(where, f"link to {target}: {rel} has no heading #{anchor}")
         for name in re.findall(r"`(?:[\w./]*/)?([A-Z][A-Za-z0-9]*(?:Test|IT))(?:[.#][\w*]*)?`", line):
             if name not in tests:
-                err(where, f"`{name}` names no test class under src/test/java")
-        for ref in re.findall(r"docs/(?:load|step)/[\w.-]+|(?<![\w/])(?:load|step)/[\w.-]+", line):
-            referenced.add(ref if ref.startswith("docs/") else f"docs/{ref}")
-    for _, _, text in parsed[path][0]:
-        referenced.update(re.findall(r"docs/(?:load|step)/[\w.-]+", text))
+                err(where, f"`{name}` names no test class under src/test/java or src/bench/java")
 # The alerts' runbook annotations point at a page and one of its headings.
 for rules in sorted(Path("k8s").rglob("*.yaml")):
     for n, line in enumerate(rules.read_text().splitlines(), 1):
@@ -156,10 +150,12 @@ for rules in sorted(Path("k8s").rglob("*.yaml")):
                 err(f"{rules}:{n}", f"runbook {m.group(1)}: no such file")
             elif anchor and anchor not in anchors_of(Path(file)):
                 err(f"{rules}:{n}", f"runbook {m.group(1)}: {file} has no heading #{anchor}")
-for d in ("docs/load", "docs/step"):
-    for f in sorted(Path(d).glob("*")) if Path(d).is_dir() else []:
-        if f.as_posix() not in referenced:
-            err(f.as_posix(), "is referenced by no page: delete a superseded result (git keeps it) or link it")
+# docs/ holds pages: a benchmark's output (its JSON, plots, printed tables) is written under target/ and
+# its figures copied into docs/performance.md; git keeps the outputs that used to be committed here.
+for f in sorted(Path("docs").rglob("*")):
+    if f.is_file() and f.suffix != ".md":
+        err(f.as_posix(), "is not a page: docs/ holds Markdown pages only; leave a run's output under target/"
+            " and copy its figures into docs/performance.md")
 
 # 3. README size, internal history, development machines' paths.
 lines = len(Path("README.md").read_text().splitlines())

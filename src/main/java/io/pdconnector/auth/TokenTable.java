@@ -72,7 +72,7 @@ public final class TokenTable {
         if (!problems.isEmpty()) {
             throw new IllegalStateException("pd.auth" + (enabled ? " is enabled but" : ":") + " "
                     + String.join("; ", problems) + ". Every role needs at least one token of " + MIN_LENGTH
-                    + "+ characters (generate one with: openssl rand -hex 32); see the README, \"Authentication\"");
+                    + "+ characters (generate one with: openssl rand -hex 32); see docs/security.md, \"Tokens\"");
         }
         return new TokenTable(enabled, digests);
     }

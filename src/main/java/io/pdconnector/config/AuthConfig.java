@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Who may call what (README "Authentication"): a bearer token per caller role, and mutual TLS as an
- * option. Off by default, so a single instance started by hand, and every test that does not ask
- * for it, runs as before.
+ * Who may call what (docs/security.md; its keys: docs/configuration.md, "Authentication"): a bearer token
+ * per caller role, and mutual TLS as an option. Off by default, so a single instance started by hand, and
+ * every test that does not ask for it, runs as before.
  */
 public interface AuthConfig {
     /** On: every endpoint but health, metrics and OpenAPI needs a token of a role it allows. */

@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The callers pd-connector tells apart (README "Authentication"). The string constants are the same
+ * The callers pd-connector tells apart (docs/security.md, "Roles"). The string constants are the same
  * names, for {@code @RolesAllowed}, which takes only compile-time constants.
  */
 public enum AuthRole {

@@ -6,8 +6,9 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Fault injection into this instance's own READs, for fault tests of the packaged service (README
- * "Hardening"). Off by default; never enable it in a fleet that serves users.
+ * Fault injection into this instance's own READs, for fault tests of the packaged service
+ * (docs/hardening.md, "Processes killed, frozen and cut off"; keys: docs/configuration.md, "Fault
+ * injection (tests only)"). Off by default; never enable it in a fleet that serves users.
  */
 public interface FaultsConfig {
     /** Wraps the transfer engine in one that strikes READs as the keys below say. */

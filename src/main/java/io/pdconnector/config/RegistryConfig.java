@@ -8,8 +8,9 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The control plane: where instances find each other (README "Registry"). D trusts only what the
- * registry says about a producer, never the request's remote_host.
+ * The control plane: where instances find each other (docs/configuration.md, "Registry";
+ * docs/operations.md, "Registry stores"). D trusts only what the registry says about a producer, never the
+ * request's remote_host.
  */
 public interface RegistryConfig {
     /** {@code embedded} (this process only), {@code static} (pd.registry.static.peers) or {@code etcd}. */

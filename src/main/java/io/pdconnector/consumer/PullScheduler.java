@@ -19,21 +19,9 @@ import org.jboss.logging.Logger;
 
 /**
  * The consumer's step loop, a sibling of the producer's {@code LeaseScheduler}: one thread owns
- * every pull, local block, READ, peer and transfer agent. Each step runs the phases in order:
- * <ol>
- * <li>drain commands ({@link ConsumerCommandHandler}): a new pull handshakes if needed, is checked
- *     against the peer, and is due a heartbeat at once ({@link Arrival});</li>
- * <li>give queued pulls local blocks and post their block READs, without notification
- *     ({@link PullStarter});</li>
- * <li>poll block READs; a pull whose READs are all terminal (L9) goes on to the slot check
- *     ({@link ReadPoller}); poll the READs ended pulls left in flight, and free their blocks once
- *     those are terminal ({@link Quarantine}, L13);</li>
- * <li>post one slot READ per remote rank for every pull that got there (L5), spin on it (bounded),
- *     compare, and decide: notify with the nonce only after a match (L6), else decline (L7)
- *     ({@link SlotChecker}, {@link Decider});</li>
- * <li>send due heartbeats, batched per remote engine, for the pulls still undecided ({@link NotificationOutbox});</li>
- * <li>time out pulls past their deadline ({@link Expiry}).</li>
- * </ol>
+ * every pull, local block, READ, peer and transfer agent. Each step runs its phases in the order
+ * {@link #doWork} calls them; docs/internals.md, "Step loops", names each one's job and the D-side
+ * lease rule it keeps (the one list of them).
  * Block READs are first polled in the step that posted them. Callers reach the loop only through
  * {@link ConsumerFacade}.
  */

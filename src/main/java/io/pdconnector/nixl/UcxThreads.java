@@ -3,7 +3,7 @@ package io.pdconnector.nixl;
 /**
  * UCX backend threads of an agent (NIXL's {@code num_threads}) and how many descriptors each takes from a
  * READ at a time ({@code split_batch_size}): with threads, one READ's descriptors are copied by several
- * threads at once, which pays only with cores to spare (README "Block READs vs memcpy").
+ * threads at once, which pays only with cores to spare (docs/performance.md, "Block READs against memcpy").
  *
  * @param threads 0 for none (the default), at most {@link #MAX_THREADS}
  * @param splitBatch descriptors per batch; 0 for NIXL's default

@@ -19,10 +19,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The producer's step loop. One thread owns every lease, block, slot and transfer agent; callers
- * go through {@link ProducerFacade} and await its futures with a deadline. A step runs its phases
- * in order: commands ({@link ProducerCommandHandler}), {@link Admission} and grants ({@link Credits}),
- * {@link SlotOps}, {@link Releaser}, {@link Exporter} and grant answers, {@link NotificationInbox},
- * {@link Reaper}, grants taken back. It never blocks:
+ * go through {@link ProducerFacade} and await its futures with a deadline. A step runs its phases in
+ * the order {@link #doWork} calls them; docs/internals.md, "Step loops", names each one's job (the one
+ * list of them). It never blocks:
  * an exit queues a clear that the next step applies. A bug while it handles one request fails that
  * request alone and releases its lease ({@link RequestGuard}); the loop goes on.
  */

@@ -3,7 +3,7 @@ package io.pdconnector.it;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
-import io.pdconnector.testsupport.Pattern;
+import io.pdconnector.testing.Pattern;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import java.io.BufferedReader;

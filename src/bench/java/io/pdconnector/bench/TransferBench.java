@@ -5,7 +5,7 @@ import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.nixl.UcxThreads;
-import io.pdconnector.testsupport.Pattern;
+import io.pdconnector.testing.Pattern;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;

@@ -1,4 +1,4 @@
-package io.pdconnector.testsupport;
+package io.pdconnector.testing;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
