@@ -5,7 +5,7 @@ import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
 import io.pdconnector.nixl.UcxThreads;
-import io.pdconnector.testing.Pattern;
+import io.pdconnector.testing.SeededBytes;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
@@ -50,7 +50,7 @@ public final class TransferBench {
                 Arena arena = Arena.ofConfined()) {
             p.command("FILL 1");
             MemorySegment localSource = arena.allocate(SOURCE_BYTES, 4096);
-            Pattern.fill(localSource, 1);
+            SeededBytes.fill(localSource, 1);
             String remote = d.loadRemoteMetadata(p.metadata);
             System.out.println("# machine: " + Runtime.getRuntime().availableProcessors() + " cores; source "
                     + SOURCE_BYTES / MIB + " MiB in another process, " + READ_BYTES / MIB + " MiB per READ, median of "
@@ -124,7 +124,7 @@ public final class TransferBench {
 
     private static void verify(MemorySegment dst, long[] sourceOffsets, long size) {
         for (int k = 0; k < sourceOffsets.length; k++) {
-            if (Pattern.firstMismatch(dst, k * size, size, 1, sourceOffsets[k]) != -1) {
+            if (SeededBytes.firstMismatch(dst, k * size, size, 1, sourceOffsets[k]) != -1) {
                 throw new IllegalStateException("descriptor " + k + " read wrong bytes");
             }
         }

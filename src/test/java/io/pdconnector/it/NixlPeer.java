@@ -3,7 +3,7 @@ package io.pdconnector.it;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
-import io.pdconnector.testing.Pattern;
+import io.pdconnector.testing.SeededBytes;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import java.io.BufferedReader;
@@ -47,7 +47,7 @@ public final class NixlPeer {
             String[] cmd = line.trim().split(" ");
             switch (cmd[0]) {
                 case "FILL" -> {
-                    Pattern.fill(kv.segment(), Long.parseLong(cmd[1]));
+                    SeededBytes.fill(kv.segment(), Long.parseLong(cmd[1]));
                     out.println("OK");
                 }
                 case "SLOTS" -> {
@@ -69,7 +69,7 @@ public final class NixlPeer {
                 }
                 case "REUSE" -> { // what a process does next with the memory it just gave back
                     RegisteredRegion next = agent.allocate("kv-next", kvBytes);
-                    Pattern.fill(next.segment(), Long.parseLong(cmd[1]));
+                    SeededBytes.fill(next.segment(), Long.parseLong(cmd[1]));
                     later.add(next);
                     out.println("OK " + next.address());
                 }

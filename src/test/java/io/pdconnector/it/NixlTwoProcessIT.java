@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.pdconnector.nixl.NixlDefaults;
 import io.pdconnector.nixl.NixlHome;
 import io.pdconnector.nixl.NixlTransferEngine;
-import io.pdconnector.testing.Pattern;
+import io.pdconnector.testing.SeededBytes;
 import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.PreparedDescriptors;
 import io.pdconnector.transfer.ReadRequest;
@@ -78,7 +78,7 @@ class NixlTwoProcessIT {
         readAll(p, local, DescriptorList.contiguous(local.address(), block, 4096), remote, null);
 
         for (int i = 0; i < 4096; i++) {
-            long mismatch = Pattern.firstMismatch(local.segment(), (long) i * block, block, 11, (long) sources.get(i) * block);
+            long mismatch = SeededBytes.firstMismatch(local.segment(), (long) i * block, block, 11, (long) sources.get(i) * block);
             assertEquals(-1, mismatch, "block " + i + " (source block " + sources.get(i) + ") differs at " + mismatch);
         }
     }
@@ -116,7 +116,7 @@ class NixlTwoProcessIT {
         at = 0;
         for (int i = 0; i < lengths.size(); i++) {
             long srcOffset = remote.address(i) - p.kvAddress;
-            assertEquals(-1, Pattern.firstMismatch(local.segment(), at, lengths.get(i), 23, srcOffset),
+            assertEquals(-1, SeededBytes.firstMismatch(local.segment(), at, lengths.get(i), 23, srcOffset),
                     "descriptor " + i + " of " + lengths.get(i) + " bytes");
             at += lengths.get(i);
         }
@@ -160,7 +160,7 @@ class NixlTwoProcessIT {
                 String seen = p.command("NOTIFS");
                 if (seen.contains(d.name() + "=" + message)) {
                     notified = true;
-                    assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, p.kvLength, 100 + round, 0),
+                    assertEquals(-1, SeededBytes.firstMismatch(local.segment(), 0, p.kvLength, 100 + round, 0),
                             "round " + round + ": P saw the notification before every byte had landed at D");
                 }
             }
@@ -203,7 +203,7 @@ class NixlTwoProcessIT {
         PeerProcess p = peer("it-p-shm", 4 * MIB, 8, file);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
                 Arena arena = Arena.ofConfined()) {
-            Pattern.fill(channel.map(FileChannel.MapMode.READ_WRITE, 0, 4 * MIB, arena), 31);
+            SeededBytes.fill(channel.map(FileChannel.MapMode.READ_WRITE, 0, 4 * MIB, arena), 31);
         }
         RegisteredRegion local = region("dst", 4 * MIB);
         BlockLists lists = blockLists(p, local);
@@ -211,7 +211,7 @@ class NixlTwoProcessIT {
         PreparedDescriptors r = lists.remote();
         int[] idx = IntStream.range(0, 64).toArray();
         awaitDone(d.postRead(l, idx, r, idx, null), true);
-        assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, 4 * MIB, 31, 0), "the engine's bytes, across processes");
+        assertEquals(-1, SeededBytes.firstMismatch(local.segment(), 0, 4 * MIB, 31, 0), "the engine's bytes, across processes");
 
         assertEquals("OK", p.command("DEREGISTER"));
         assertFalse(Files.exists(file), "the exporter unlinked its file at deregistration");
@@ -248,7 +248,7 @@ class NixlTwoProcessIT {
         PreparedDescriptors oldList = prepareRemote(oldName, DescriptorList.contiguous(first.kvAddress, 64 * 1024, 64));
         int[] idx = IntStream.range(0, 64).toArray();
         awaitDone(d.postRead(l, idx, oldList, idx, null), true);
-        assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, 4 * MIB, 1, 0));
+        assertEquals(-1, SeededBytes.firstMismatch(local.segment(), 0, 4 * MIB, 1, 0));
         d.release(oldList);
         assertEquals(0, first.exit());
 
@@ -261,7 +261,7 @@ class NixlTwoProcessIT {
         local.segment().fill((byte) 0);
         awaitDone(d.postRead(l, idx, newList, idx, null), true);
 
-        assertEquals(-1, Pattern.firstMismatch(local.segment(), 0, 4 * MIB, 2, 0),
+        assertEquals(-1, SeededBytes.firstMismatch(local.segment(), 0, 4 * MIB, 2, 0),
                 "the READ returned the restarted exporter's bytes");
         d.release(newList);
         d.release(l);

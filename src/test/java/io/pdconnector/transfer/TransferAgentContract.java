@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pdconnector.testing.Pattern;
+import io.pdconnector.testing.SeededBytes;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -79,7 +79,7 @@ public abstract class TransferAgentContract {
     void readCopiesEveryByteAndDeliversTheNotificationAfterwards() {
         RegisteredRegion src = p.allocate("kv", 256 * 1024);
         RegisteredRegion dst = d.allocate("kv", 256 * 1024);
-        Pattern.fill(src.segment(), 42);
+        SeededBytes.fill(src.segment(), 42);
         Prepared lists = prepare(src, dst, 16 * 1024, 16);
         int[] idx = IntStream.range(0, 16).toArray();
 
@@ -87,7 +87,7 @@ public abstract class TransferAgentContract {
         await(read);
         List<String> seen = drain(p);
 
-        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 256 * 1024, 42, 0));
+        assertEquals(-1, SeededBytes.firstMismatch(dst.segment(), 0, 256 * 1024, 42, 0));
         assertEquals(List.of(d.name() + "=r1:1:7"), seen);
         assertEquals(256 * 1024, read.bytes());
         release(lists, read);
@@ -99,14 +99,14 @@ public abstract class TransferAgentContract {
     void indicesPickDescriptorsInAnyOrder() {
         RegisteredRegion src = p.allocate("kv", 64 * 1024);
         RegisteredRegion dst = d.allocate("kv", 64 * 1024);
-        Pattern.fill(src.segment(), 9);
+        SeededBytes.fill(src.segment(), 9);
         Prepared lists = prepare(src, dst, 4096, 16);
 
         ReadRequest read = d.postRead(lists.local, new int[] {0, 1}, lists.remote, new int[] {15, 3}, null);
         await(read);
 
-        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 4096, 9, 15 * 4096));
-        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 4096, 4096, 9, 3 * 4096));
+        assertEquals(-1, SeededBytes.firstMismatch(dst.segment(), 0, 4096, 9, 15 * 4096));
+        assertEquals(-1, SeededBytes.firstMismatch(dst.segment(), 4096, 4096, 9, 3 * 4096));
         assertEquals(0L, dst.segment().get(ValueLayout.JAVA_LONG, 2 * 4096), "only the chosen descriptors were written");
         release(lists, read);
         p.deregister(src);
@@ -271,9 +271,9 @@ public abstract class TransferAgentContract {
             MemorySegment engineView = channel.map(FileChannel.MapMode.READ_WRITE, 0, 64 * 1024, arena);
             assertEquals(-1, engineView.mismatch(arena.allocate(64 * 1024)), "a new shared region starts zeroed");
             // P writes first: a private (copy-on-write) mapping would stop seeing the file from here on
-            Pattern.fill(src.segment(), 5);
-            assertEquals(-1, Pattern.firstMismatch(engineView, 0, 64 * 1024, 5, 0), "the engine sees P's writes");
-            Pattern.fill(engineView, 77);
+            SeededBytes.fill(src.segment(), 5);
+            assertEquals(-1, SeededBytes.firstMismatch(engineView, 0, 64 * 1024, 5, 0), "the engine sees P's writes");
+            SeededBytes.fill(engineView, 77);
         }
         Prepared lists = prepare(src, dst, 4096, 16);
         int[] idx = IntStream.range(0, 16).toArray();
@@ -281,7 +281,7 @@ public abstract class TransferAgentContract {
         ReadRequest read = d.postRead(lists.local, idx, lists.remote, idx, null);
         await(read);
 
-        assertEquals(-1, Pattern.firstMismatch(dst.segment(), 0, 64 * 1024, 77, 0));
+        assertEquals(-1, SeededBytes.firstMismatch(dst.segment(), 0, 64 * 1024, 77, 0));
         release(lists, read);
         p.deregister(src);
         assertFalse(Files.exists(file), "deregistration unlinks the file");
@@ -321,18 +321,18 @@ public abstract class TransferAgentContract {
         try (FileChannel left = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE); Arena arena = Arena.ofConfined()) {
             MemorySegment engineView = left.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
-            Pattern.fill(engineView, 41); // the dead owner's last pull, which the engine is still copying
+            SeededBytes.fill(engineView, 41); // the dead owner's last pull, which the engine is still copying
             Object stale = Files.readAttributes(file, BasicFileAttributes.class).fileKey();
 
             RegisteredRegion next = d.allocateShared("kv", file, bytes);
             try {
-                assertEquals(-1, Pattern.firstMismatch(engineView, 0, bytes, 41, 0),
+                assertEquals(-1, SeededBytes.firstMismatch(engineView, 0, bytes, 41, 0),
                         "the engine's mapping of the old file keeps its bytes");
                 assertNotEquals(stale, Files.readAttributes(file, BasicFileAttributes.class).fileKey(),
                         "the path names a new file");
                 assertEquals(-1, next.segment().mismatch(arena.allocate(bytes)), "the new region starts zeroed");
-                Pattern.fill(next.segment(), 3);
-                assertEquals(-1, Pattern.firstMismatch(engineView, 0, bytes, 41, 0),
+                SeededBytes.fill(next.segment(), 3);
+                assertEquals(-1, SeededBytes.firstMismatch(engineView, 0, bytes, 41, 0),
                         "the new owner's writes land in its own file only");
             } finally {
                 d.deregister(next);

@@ -4,11 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /** Bytes that are a pure function of (seed, offset), so two processes agree on them without sharing any. */
-public final class Pattern {
+public final class SeededBytes {
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
 
-    private Pattern() {
+    private SeededBytes() {
     }
 
     public static long word(long seed, long offset) {
