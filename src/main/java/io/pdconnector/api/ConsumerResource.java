@@ -1,5 +1,7 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.HostKv;
+import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.controlplane.Registry;
@@ -22,8 +24,8 @@ import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
-import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.OptionalInt;
@@ -165,7 +167,7 @@ public class ConsumerResource {
     }
 
     /** The refusal of a decode_rank that is not a whole number, the same over HTTP and the engine socket. */
-    static InvalidInputException decodeRankNotANumber() {
+    public static InvalidInputException decodeRankNotANumber() {
         return new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
                 + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
     }

@@ -1,5 +1,7 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.Problem;
+import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
@@ -22,12 +24,12 @@ import java.util.function.Consumer;
  * params give (else 409 unknown_peer or peer_mismatch, and nothing is contacted), the pull, and a
  * decline as a 409 problem with the machine-readable reason. A received or recomputed pull holds D's blocks until released.
  */
-final class RemotePull {
+public final class RemotePull {
 
     private RemotePull() {
     }
 
-    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+    public static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params) {
         return pull(registry, consumer, requestId, tokens, params, submitted -> { });
     }
@@ -36,7 +38,7 @@ final class RemotePull {
      * As above; {@code submitted} gets the pull's future as soon as it is queued, so the caller can
      * cancel it when its own client goes away (the loop then aborts the pull).
      */
-    static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+    public static PullOutcome pull(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, Consumer<Future<?>> submitted) {
         registry.requireTrusted(params);
         CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params);
@@ -47,14 +49,14 @@ final class RemotePull {
     /**
      * As above, asked for by D's rank {@code decodeRank} when present (the pull D's ranks share), without waiting:
      * the pull's future, answered by D's loop (its outcome still to be {@link #decided}). */
-    static CompletableFuture<PullOutcome> submit(Registry registry, ConsumerFacade consumer, String requestId,
+    public static CompletableFuture<PullOutcome> submit(Registry registry, ConsumerFacade consumer, String requestId,
             int[] tokens, KvTransferParams params, OptionalInt decodeRank) {
         registry.requireTrusted(params);
         return consumer.submitPull(requestId, tokens, params, decodeRank);
     }
 
     /** The outcome of a received or recomputed pull; a declined one as its 409 problem. */
-    static PullOutcome decided(PullOutcome outcome) {
+    public static PullOutcome decided(PullOutcome outcome) {
         if (outcome.state() == PullState.DECLINED) {
             throw declined(outcome);
         }
@@ -68,7 +70,7 @@ final class RemotePull {
      * its subscriber goes away or the deadline passes. A pull cancelled by {@code submitted}'s hook (its
      * HTTP client went away) ends as {@link ClientGoneException}: expected, answered to nobody.
      */
-    static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+    public static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, Consumer<Future<?>> submitted, Executor replyOn) {
         return pullAsync(registry, consumer, requestId, tokens, params, OptionalInt.empty(), submitted, replyOn);
     }
@@ -78,7 +80,7 @@ final class RemotePull {
      * ({@link ConsumerFacade#submitPull(String, int[], KvTransferParams, OptionalInt)}). A rank that joined
      * the pull and goes away only stops waiting; the pull goes on for the others.
      */
-    static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
+    public static Uni<PullOutcome> pullAsync(Registry registry, ConsumerFacade consumer, String requestId, int[] tokens,
             KvTransferParams params, OptionalInt decodeRank, Consumer<Future<?>> submitted, Executor replyOn) {
         registry.requireTrusted(params);
         CompletableFuture<PullOutcome> pull = consumer.submitPull(requestId, tokens, params, decodeRank);
@@ -98,7 +100,7 @@ final class RemotePull {
      * A pull whose wait ran out: cancelled (the loop aborts it) and a 503; or, decided in that instant and too late
      * to cancel, its outcome, since a caller told 503 would never release the KV D holds for it.
      */
-    static Uni<PullOutcome> atDeadline(CompletableFuture<PullOutcome> pull, String requestId, Duration deadline) {
+    public static Uni<PullOutcome> atDeadline(CompletableFuture<PullOutcome> pull, String requestId, Duration deadline) {
         if (pull.cancel(false)) {
             return Uni.createFrom().failure(Deadlines.noAnswer("pull " + requestId, deadline));
         }
