@@ -59,7 +59,7 @@ class EngineSocketCalls {
 
     /** The first request of a connection when a hello is required: only a hello with an engine token passes. */
     Reply authenticate(JsonNode request) {
-        if (!"hello".equals(request.path("op").asText())) {
+        if (EngineSocketOp.of(request).orElse(null) != EngineSocketOp.HELLO) {
             return refuse(AuthRefusals.UNAUTHENTICATED, 401, "the first request on the engine socket must be a hello"
                     + " with the engine's token (pd.auth is on)");
         }
@@ -79,21 +79,27 @@ class EngineSocketCalls {
 
     /** Any request of an authenticated (or auth-free) connection but op pulls ({@link EngineSocketPulls#pulls}). */
     Reply handle(JsonNode request) {
-        String op = request.path("op").asText();
+        EngineSocketOp op = EngineSocketOp.of(request).orElse(null);
         try {
             return switch (op) {
-                case "hello" -> hello();
-                case "pull" -> pulls.one(request.get("body"));
-                case "release" -> pulls.release(request);
-                case EngineSocketPulls.RELEASES -> pulls.releases(request);
-                case "batch" -> batch(request.get("body"));
-                default -> Reply.of(Problem.of(400, UNKNOWN_OP, "Invalid request", "the engine socket takes the ops"
-                        + " hello, batch, pull, pulls, release and releases; got "
-                        + (op.isEmpty() ? "no op" : "'" + op + "'")), false);
+                case HELLO -> hello();
+                case PULL -> pulls.one(request.get("body"));
+                case RELEASE -> pulls.release(request);
+                case RELEASES -> pulls.releases(request);
+                case BATCH -> batch(request.get("body"));
+                // its answers are frames of their own, so EngineSocketServer hands it to EngineSocketPulls first
+                case PULLS -> throw new IllegalStateException("op pulls reached the one-answer dispatch");
+                case null -> Reply.of(Problem.of(400, UNKNOWN_OP, "Invalid request", "the engine socket takes the ops "
+                        + EngineSocketOp.names() + "; got " + named(request)), false);
             };
         } catch (JsonProcessingException | RuntimeException e) {
-            return EngineSocketProblems.of(e, op);
+            return EngineSocketProblems.of(e, op); // a known op: an unknown one is answered without a failure
         }
+    }
+
+    private static String named(JsonNode request) {
+        String name = request.path("op").asText();
+        return name.isEmpty() ? "no op" : "'" + name + "'";
     }
 
     /** The protocol, and what this instance reads beyond it: an engine uses a feature only when it is named. */

@@ -19,7 +19,7 @@ final class EngineSocketProblems {
     }
 
     /** The problem for {@code failure}; an unexpected one is logged with its stack and answered 500. */
-    static EngineSocketCalls.Reply of(Exception failure, String op) {
+    static EngineSocketCalls.Reply of(Exception failure, EngineSocketOp op) {
         Problem problem = switch (failure) {
             case ProblemException e -> e.problem();
             case PdException e -> ProblemMappers.problemOf(e);
@@ -28,7 +28,7 @@ final class EngineSocketProblems {
                     ProblemMappers.unreadable(e));
             case KvInDeviceMemoryException e -> HostKv.refused(e).problem();
             default -> {
-                LOG.error("unexpected failure serving the engine socket's " + op, failure);
+                LOG.error("unexpected failure serving the engine socket's " + op.wire(), failure);
                 yield Problem.of(500, "internal-error", "Internal error",
                         "the service failed unexpectedly; the log has the details");
             }

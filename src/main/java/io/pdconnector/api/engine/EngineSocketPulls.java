@@ -1,5 +1,8 @@
 package io.pdconnector.api.engine;
 
+import static io.pdconnector.api.engine.EngineSocketOp.PULLS;
+import static io.pdconnector.api.engine.EngineSocketOp.RELEASES;
+
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -41,8 +44,6 @@ import java.util.function.Function;
 class EngineSocketPulls {
 
     static final String FEATURE = "pull-batch";
-    static final String PULLS = "pulls";
-    static final String RELEASES = "releases";
     /** Far above one engine step's loads; a longer list is refused whole, nothing started. */
     static final int MAX_PULLS = 64;
     static final int MAX_RELEASES = 256;
@@ -88,7 +89,7 @@ class EngineSocketPulls {
      * it; the undecided pulls are then aborted.
      */
     void pulls(JsonNode request, Replies replies) throws IOException {
-        JsonNode list = request.get(PULLS);
+        JsonNode list = request.get(PULLS.wire());
         if (list == null || !list.isArray() || list.isEmpty() || list.size() > MAX_PULLS) {
             replies.send(null, refusal(PULLS, MAX_PULLS));
             return;
@@ -119,7 +120,7 @@ class EngineSocketPulls {
 
     /** Op releases: each of {@code request.releases} as op release, answered in order in one frame. */
     EngineSocketCalls.Reply releases(JsonNode request) {
-        JsonNode list = request.get(RELEASES);
+        JsonNode list = request.get(RELEASES.wire());
         if (list == null || !list.isArray() || list.isEmpty() || list.size() > MAX_RELEASES) {
             return refusal(RELEASES, MAX_RELEASES);
         }
@@ -255,9 +256,9 @@ class EngineSocketPulls {
                 false, null), false);
     }
 
-    private static EngineSocketCalls.Reply refusal(String op, int max) {
-        return EngineSocketProblems.of(InvalidInputException.of("op " + op + " carries '" + op + "', a list of 1 to "
-                + max + " items"), op);
+    private static EngineSocketCalls.Reply refusal(EngineSocketOp op, int max) {
+        return EngineSocketProblems.of(InvalidInputException.of("op " + op.wire() + " carries '" + op.wire()
+                + "', a list of 1 to " + max + " items"), op);
     }
 
     private ConsumerFacade consumer() {

@@ -171,7 +171,7 @@ public class EngineSocketServer {
                 } else if (!authenticated) {
                     reply = calls.authenticate(request);
                     authenticated = reply.status() == 200;
-                } else if (EngineSocketPulls.PULLS.equals(request.path("op").asText())) {
+                } else if (EngineSocketOp.of(request).orElse(null) == EngineSocketOp.PULLS) {
                     pulls.pulls(request, (index, itemReply) -> send(connection, request, index, itemReply));
                     continue;
                 } else {
@@ -207,11 +207,7 @@ public class EngineSocketServer {
      * pull of op pulls and each release of op releases counts as one, with its own status.
      */
     private void count(JsonNode request, int replyStatus) {
-        String op = request == null ? "none" : switch (request.path("op").asText()) {
-            case "hello", "pull", "release", "batch", EngineSocketPulls.PULLS, EngineSocketPulls.RELEASES ->
-                    request.path("op").asText();
-            default -> "other";
-        };
+        String op = request == null ? "none" : EngineSocketOp.of(request).map(EngineSocketOp::wire).orElse("other");
         String status = Integer.toString(replyStatus);
         requests.computeIfAbsent(op + ' ' + status, k -> Counter.builder("pd_engine_socket_requests")
                 .description("Requests on D's engine socket, by op and the status answered")
