@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-/** The pull's answer, the same over HTTP ({@link ConsumerResource}) and over the engine socket (EngineSocketCalls). */
-public final class PullReplies {
+/** The pull's answer, the same over HTTP and over the engine socket: {@link DecoderPulls} builds it for both. */
+final class PullReplies {
 
     private PullReplies() {
     }
@@ -20,7 +20,7 @@ public final class PullReplies {
      * Says where the pulled KV is; reads it in place (checksum, reference check), on the caller's thread, not
      * on D's step loop, only when asked. A pull released meanwhile has none left.
      */
-    public static PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checksum,
+    static PullResponse reply(String requestId, PullOutcome outcome, long enteredAt, boolean checksum,
             boolean checkReference, ReferenceEngine reference) {
         long replyAt = System.nanoTime();
         PulledKv kv = outcome.kv();
@@ -50,7 +50,7 @@ public final class PullReplies {
     }
 
     /** One spelling of the KV checksum for the pull reply and the read-out header, so clients can compare them. */
-    public static String checksumText(long crc32c) {
+    static String checksumText(long crc32c) {
         return String.format("crc32c:%08x", crc32c);
     }
 }

@@ -7,19 +7,12 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.pdconnector.api.ConsumerResource;
-import io.pdconnector.api.PromptInput;
-import io.pdconnector.api.PullReplies;
+import io.pdconnector.api.DecoderPulls;
 import io.pdconnector.api.PullRequest;
-import io.pdconnector.api.RemotePull;
 import io.pdconnector.api.RequestBodies;
-import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.consumer.ConsumerFacade;
-import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.loop.Deadlines;
-import io.pdconnector.protocol.KvTransferParams;
-import io.pdconnector.runtime.ConnectorRuntime;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.io.IOException;
@@ -27,7 +20,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.OptionalInt;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -64,21 +56,17 @@ class EngineSocketPulls {
     record ReleaseResult(int status, Object body) {
     }
 
-    /** A pull submitted to D's loop, waiting to be answered. */
-    record Started(String requestId, CompletableFuture<PullOutcome> outcome, long enteredAt) {
-    }
-
-    private final ConnectorRuntime runtime;
+    private final DecoderPulls decoder;
     private final RequestBodies bodies;
 
-    EngineSocketPulls(ConnectorRuntime runtime, RequestBodies bodies) {
-        this.runtime = runtime;
+    EngineSocketPulls(DecoderPulls decoder, RequestBodies bodies) {
+        this.decoder = decoder;
         this.bodies = bodies;
     }
 
     /** Op pull: one pull, waited for on the connection's thread. */
     EngineSocketCalls.Reply one(JsonNode body) throws JsonProcessingException {
-        return answer(start(body)); // a wait that ends undecided cancels the pull: the loop aborts it
+        return answer(start(body));
     }
 
     /**
@@ -95,11 +83,11 @@ class EngineSocketPulls {
             return;
         }
         int n = list.size();
-        List<Started> started = new ArrayList<>(n);
+        List<DecoderPulls.Submitted> started = new ArrayList<>(n);
         BlockingQueue<Integer> decided = new ArrayBlockingQueue<>(n);
         try {
             for (int i = 0; i < n; i++) {
-                Started pull = startOrAnswer(list.get(i), i, replies);
+                DecoderPulls.Submitted pull = startOrAnswer(list.get(i), i, replies);
                 started.add(pull);
                 if (pull != null) {
                     int index = i;
@@ -107,7 +95,7 @@ class EngineSocketPulls {
                 }
             }
             if (started.stream().anyMatch(Objects::nonNull)) { // none: each was refused and answered already
-                answerAsDecided(started, decided, replies, consumer().deadline(), this::answerOrProblem);
+                answerAsDecided(started, decided, replies, decoder.deadline(), this::answer);
             }
         } finally {
             started.forEach(pull -> {
@@ -132,7 +120,7 @@ class EngineSocketPulls {
                 submitted.add(EngineSocketProblems.of(e, RELEASES));
             }
         }
-        long end = System.nanoTime() + consumer().deadline().toNanos(); // one deadline for them all
+        long end = System.nanoTime() + decoder.deadline().toNanos(); // one deadline for them all
         List<ReleaseResult> results = new ArrayList<>(submitted.size());
         for (int i = 0; i < submitted.size(); i++) {
             EngineSocketCalls.Reply reply = submitted.get(i) instanceof CompletableFuture<?> release
@@ -145,7 +133,7 @@ class EngineSocketPulls {
 
     /** Op release: {@code decode_rank} null releases or aborts for every rank, as DELETE without it. */
     EngineSocketCalls.Reply release(JsonNode request) {
-        return released(submitRelease(request), consumer().deadline(), request);
+        return released(submitRelease(request), decoder.deadline(), request);
     }
 
     private CompletableFuture<Void> submitRelease(JsonNode request) {
@@ -153,14 +141,7 @@ class EngineSocketPulls {
         if (id == null || !id.isTextual()) {
             throw InvalidInputException.of("a release names its request_id");
         }
-        JsonNode rank = request.get("decode_rank");
-        if (rank == null || rank.isNull()) {
-            return consumer().submitAbort(id.asText());
-        }
-        if (!rank.isInt()) {
-            throw ConsumerResource.decodeRankNotANumber();
-        }
-        return consumer().submitReleaseRank(id.asText(), rank.asInt());
+        return decoder.submitRelease(id.asText(), DecoderPulls.decodeRank(request.get("decode_rank")));
     }
 
     private static EngineSocketCalls.Reply released(CompletableFuture<?> release, Duration deadline, JsonNode item) {
@@ -173,12 +154,11 @@ class EngineSocketPulls {
     }
 
     /**
-     * Sends each pull's answer as D decides it; at {@code deadline} one still undecided is cancelled (the loop
-     * aborts it) and answered 503, and one decided in that instant, too late to cancel, gets its outcome: a plugin
-     * told 503 would never release the KV D holds for it.
+     * Sends each pull's answer as D decides it, then those still unanswered at {@code deadline} as
+     * {@link ConsumerFacade#atDeadline} has them; an answer that fails is sent as its problem.
      */
-    static void answerAsDecided(List<Started> started, BlockingQueue<Integer> decided, Replies replies,
-            Duration deadline, Function<Started, EngineSocketCalls.Reply> answer) throws IOException {
+    static void answerAsDecided(List<DecoderPulls.Submitted> started, BlockingQueue<Integer> decided, Replies replies,
+            Duration deadline, Function<DecoderPulls.Submitted, EngineSocketCalls.Reply> answer) throws IOException {
         long end = System.nanoTime() + deadline.toNanos();
         boolean[] answered = new boolean[started.size()];
         long waiting = started.stream().filter(Objects::nonNull).count();
@@ -189,23 +169,31 @@ class EngineSocketPulls {
                     break;
                 }
                 answered[index] = true;
-                replies.send(index, answer.apply(started.get(index)));
+                replies.send(index, answered(answer, started.get(index)));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // shutting down: the finally of pulls() aborts what is undecided
             return;
         }
         for (int i = 0; i < started.size(); i++) {
-            Started pull = started.get(i);
+            DecoderPulls.Submitted pull = started.get(i);
             if (pull != null && !answered[i]) {
-                replies.send(i, pull.outcome().cancel(false)
-                        ? EngineSocketProblems.of(Deadlines.noAnswer("pull " + pull.requestId(), deadline), PULLS)
-                        : answer.apply(pull));
+                replies.send(i, answered(answer, new DecoderPulls.Submitted(pull.requestId(),
+                        ConsumerFacade.atDeadline(pull.outcome(), pull.requestId(), deadline), pull.enteredAt())));
             }
         }
     }
 
-    private Started startOrAnswer(JsonNode body, int index, Replies replies) throws IOException {
+    private static EngineSocketCalls.Reply answered(Function<DecoderPulls.Submitted, EngineSocketCalls.Reply> answer,
+            DecoderPulls.Submitted pull) {
+        try {
+            return answer.apply(pull);
+        } catch (RuntimeException e) {
+            return EngineSocketProblems.of(e, PULLS);
+        }
+    }
+
+    private DecoderPulls.Submitted startOrAnswer(JsonNode body, int index, Replies replies) throws IOException {
         try {
             return start(body);
         } catch (JsonProcessingException | RuntimeException e) {
@@ -214,16 +202,11 @@ class EngineSocketPulls {
         }
     }
 
-    private EngineSocketCalls.Reply answerOrProblem(Started pull) {
-        try {
-            return answer(pull);
-        } catch (RuntimeException e) {
-            return EngineSocketProblems.of(e, PULLS);
-        }
-    }
-
-    /** The pull's request read and checked as POST /v1/consumer/pull's, then handed to D's loop. */
-    private Started start(JsonNode body) throws JsonProcessingException {
+    /**
+     * What only the socket's pull has: its decode_rank required (a TP worker pulls for its own rank), its token ids
+     * perhaps packed; the rest is POST /v1/consumer/pull's.
+     */
+    private DecoderPulls.Submitted start(JsonNode body) throws JsonProcessingException {
         if (!(body instanceof ObjectNode object)) {
             throw InvalidInputException.of("a pull carries its request as an object, as POST /v1/consumer/pull"
                     + " takes it");
@@ -234,34 +217,22 @@ class EngineSocketPulls {
             throw new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "a pull on the engine socket names"
                     + " its decode_rank: each of the engine's TP workers pulls for its own rank");
         }
-        int[] tokenIds = request.tokenIds();
         if (packed != null) {
-            if (tokenIds != null || request.prompt() != null) {
+            if (request.tokenIds() != null || request.prompt() != null) {
                 throw InvalidInputException.of("give exactly one of prompt, token_ids and " + PackedTokenIds.FIELD);
             }
-            tokenIds = PackedTokenIds.decode(packed);
+            request = new PullRequest(request.requestId(), null, PackedTokenIds.decode(packed),
+                    request.kvTransferParams(), request.decodeRank(), request.vocabSize());
         }
-        ConsumerFacade consumer = consumer();
-        KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
-        int[] prompt = PromptInput.tokens(request.prompt(), tokenIds, PromptInput.pullVocabulary(request.vocabSize(),
-                false));
-        long enteredAt = System.nanoTime();
-        return new Started(request.requestId(), RemotePull.submit(runtime.registry(), consumer, request.requestId(),
-                prompt, params, OptionalInt.of(request.decodeRank())), enteredAt);
+        return decoder.submit(request, false, false);
     }
 
-    private EngineSocketCalls.Reply answer(Started pull) {
-        PullOutcome outcome = RemotePull.decided(consumer().await(pull.outcome(), pull.requestId()));
-        return new EngineSocketCalls.Reply(200, PullReplies.reply(pull.requestId(), outcome, pull.enteredAt(), false,
-                false, null), false);
+    private EngineSocketCalls.Reply answer(DecoderPulls.Submitted pull) {
+        return new EngineSocketCalls.Reply(200, decoder.await(pull), false);
     }
 
     private static EngineSocketCalls.Reply refusal(EngineSocketOp op, int max) {
         return EngineSocketProblems.of(InvalidInputException.of("op " + op.wire() + " carries '" + op.wire()
                 + "', a list of 1 to " + max + " items"), op);
-    }
-
-    private ConsumerFacade consumer() {
-        return runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
     }
 }

@@ -1,10 +1,9 @@
 package io.pdconnector.api.openai;
 
-import io.pdconnector.api.RemotePull;
+import io.pdconnector.api.DecoderPulls;
 import io.pdconnector.api.problem.HostKv;
 import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.consumer.ConsumerFacade;
-import io.pdconnector.controlplane.Registry;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.producer.ProducerFacade;
@@ -25,11 +24,11 @@ import jakarta.enterprise.context.ApplicationScoped;
 class ReferenceGeneration {
 
     private final ConnectorRuntime runtime;
-    private final Registry registry;
+    private final DecoderPulls pulls;
 
-    ReferenceGeneration(ConnectorRuntime runtime) {
+    ReferenceGeneration(ConnectorRuntime runtime, DecoderPulls pulls) {
         this.runtime = runtime;
-        this.registry = runtime.registry();
+        this.pulls = pulls;
     }
 
     Generation generate(String requestId, int[] prompt, OpenAiRequest request) {
@@ -75,7 +74,7 @@ class ReferenceGeneration {
         ConsumerFacade consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
         HostKv.require(runtime.config(), "the reference engine's decode");
         try {
-            RemotePull.pull(registry, consumer, requestId, prompt, params);
+            pulls.pull(requestId, prompt, params);
         } catch (UnavailableException e) {
             if (e.deadlineExceeded()) {
                 // The pull may still be decided later; a router has no way to release it through this API.

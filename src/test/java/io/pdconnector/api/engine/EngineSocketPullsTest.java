@@ -3,11 +3,13 @@ package io.pdconnector.api.engine;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pdconnector.api.DecoderPulls;
 import io.pdconnector.api.problem.Problem;
 import io.pdconnector.consumer.DeclineReason;
 import io.pdconnector.consumer.PullOutcome;
 import io.pdconnector.consumer.PullState;
 import io.pdconnector.consumer.PullTimeline;
+import io.pdconnector.loop.Deadlines;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -37,17 +39,17 @@ class EngineSocketPullsTest {
     @Test
     void atTheDeadlineAnUndecidedPullIs503AndOneDecidedInThatInstantGetsItsOutcome() throws IOException {
         CompletableFuture<PullOutcome> never = new CompletableFuture<>();
-        List<EngineSocketPulls.Started> started = List.of(
-                new EngineSocketPulls.Started("early", CompletableFuture.completedFuture(outcome("early")), 0),
-                new EngineSocketPulls.Started("never", never, 0),
-                new EngineSocketPulls.Started("late", new DecidedAtTheDeadline(), 0));
+        List<DecoderPulls.Submitted> started = List.of(
+                new DecoderPulls.Submitted("early", CompletableFuture.completedFuture(outcome("early")), 0),
+                new DecoderPulls.Submitted("never", never, 0),
+                new DecoderPulls.Submitted("late", new DecidedAtTheDeadline(), 0));
         BlockingQueue<Integer> decided = new ArrayBlockingQueue<>(3);
         decided.add(0);
         Map<Integer, EngineSocketCalls.Reply> sent = new TreeMap<>();
 
         EngineSocketPulls.answerAsDecided(started, decided, (index, reply) -> assertEquals(null, sent.put(index,
                 reply), "one frame per pull"), Duration.ofMillis(50), pull -> new EngineSocketCalls.Reply(200,
-                pull.outcome().join().requestId(), false));
+                Deadlines.await(pull.outcome(), Duration.ZERO, pull.requestId()).requestId(), false));
 
         assertEquals(List.of(0, 1, 2), List.copyOf(sent.keySet()));
         assertEquals(new EngineSocketCalls.Reply(200, "early", false), sent.get(0));

@@ -25,18 +25,17 @@ import io.smallrye.mutiny.Uni;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 13: the pull endpoint waits for D's loop without a thread ({@link RemotePull#pullAsync}), yet
+ * Issue 13: the pull endpoint waits for D's loop without a thread ({@link DecoderPulls#reply}), yet
  * keeps the deadline the blocking wait had: a loop that does not answer within
  * {@code pd.http.request-deadline} gives the caller a 503, and the pull is cancelled, so the loop aborts it.
  */
-class RemotePullTest {
+class DecoderPullsTest {
 
     private final Cluster cluster = new Cluster();
     private final RegistryCounters counters = new RegistryCounters();
@@ -56,16 +55,15 @@ class RemotePullTest {
         // a loop that is never stepped: the command waits in its queue
         PullScheduler loop = new PullScheduler(cluster.consumerConfig("d").build(), cluster.transferEngine(),
                 cluster.registry, cluster.clock);
-        ConsumerFacade consumer = new ConsumerFacade(loop, Duration.ofMillis(100));
-        AtomicReference<Future<?>> submitted = new AtomicReference<>();
+        DecoderPulls pulls = decoderPulls(new ConsumerFacade(loop, Duration.ofMillis(100)));
 
-        Uni<PullOutcome> pull = RemotePull.pullAsync(registry, consumer, "r1", new int[] {1, 2, 3, 4}, params(),
-                submitted::set, Runnable::run);
+        DecoderPulls.Submitted submitted = pulls.submit(request("r1"), false, false);
+        Uni<PullResponse> pull = pulls.reply(submitted, false, false, Runnable::run);
 
         UnavailableException e = assertThrows(UnavailableException.class,
                 () -> pull.await().atMost(Duration.ofSeconds(10)));
         assertTrue(e.deadlineExceeded(), e.getMessage());
-        assertTrue(submitted.get().isCancelled(), "cancelled, so the loop aborts it when it gets to it");
+        assertTrue(submitted.outcome().isCancelled(), "cancelled, so the loop aborts it when it gets to it");
     }
 
     /**
@@ -80,10 +78,11 @@ class RemotePullTest {
         registry.upsert(instance("p", true));
         PullScheduler loop = new PullScheduler(cluster.consumerConfig("d").build(), cluster.transferEngine(),
                 cluster.registry, cluster.clock);
-        ConsumerFacade consumer = new ConsumerFacade(loop, Duration.ofSeconds(30));
+        DecoderPulls pulls = decoderPulls(new ConsumerFacade(loop, Duration.ofSeconds(30)));
 
-        Uni<PullOutcome> pull = RemotePull.pullAsync(registry, consumer, "r2", new int[] {1, 2, 3, 4}, params(),
-                submitted -> submitted.cancel(false), Runnable::run);
+        DecoderPulls.Submitted submitted = pulls.submit(request("r2"), false, false);
+        submitted.outcome().cancel(false);
+        Uni<PullResponse> pull = pulls.reply(submitted, false, false, Runnable::run);
 
         PdException e = assertThrows(PdException.class, () -> pull.await().atMost(Duration.ofSeconds(10)));
         assertEquals("client-gone", e.reason(), e.toString());
@@ -104,8 +103,8 @@ class RemotePullTest {
                 new PullTimeline(1, 0, 0, 0, 2));
 
         assertEquals(decided, consumer.await(decidedAtTheDeadline(decided), "r3"));
-        assertEquals(decided, RemotePull.atDeadline(decidedAtTheDeadline(decided), "r3", Duration.ofMillis(50))
-                .await().atMost(Duration.ofSeconds(10)));
+        assertEquals(decided, ConsumerFacade.atDeadline(decidedAtTheDeadline(decided), "r3", Duration.ofMillis(50))
+                .join());
 
         CompletableFuture<PullOutcome> never = new CompletableFuture<>();
         UnavailableException e = assertThrows(UnavailableException.class, () -> consumer.await(never, "r4"));
@@ -121,6 +120,14 @@ class RemotePullTest {
                 return super.cancel(mayInterruptIfRunning);
             }
         };
+    }
+
+    private DecoderPulls decoderPulls(ConsumerFacade consumer) {
+        return new DecoderPulls(registry, () -> Optional.of(consumer), null, null);
+    }
+
+    private static PullRequest request(String requestId) {
+        return new PullRequest(requestId, null, new int[] {1, 2, 3, 4}, params().toMap(), null, null);
     }
 
     private static KvTransferParams params() {
