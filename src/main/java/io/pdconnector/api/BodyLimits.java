@@ -1,5 +1,8 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.Problem;
+import io.pdconnector.api.problem.ProblemException;
+import io.pdconnector.api.problem.ProblemMappers;
 import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.PdConfig;
 import io.quarkus.runtime.configuration.MemorySize;
@@ -22,7 +25,7 @@ public class BodyLimits {
     /** Quarkus's per-request body limit (VertxHttpRecorder.MAX_REQUEST_SIZE_KEY), honoured by its body reader. */
     static final String MAX_REQUEST_SIZE_KEY = "io.quarkus.max-request-size";
     /** The problem reason of a refused body, here and for the HTTP layer's own 413s. */
-    static final String REASON = "body-too-large";
+    static final String REASON = ProblemMappers.BODY_TOO_LARGE;
     /** A body is read into one array. */
     private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
 

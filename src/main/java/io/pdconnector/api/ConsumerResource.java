@@ -1,12 +1,10 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.HostKv;
+import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
-import io.pdconnector.controlplane.Registry;
-import io.pdconnector.error.InvalidInputException;
-import io.pdconnector.protocol.KvTransferParams;
 import io.pdconnector.protocol.RequestIds;
-import io.pdconnector.reference.ReferenceEngine;
 import io.pdconnector.runtime.ConnectorRuntime;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
@@ -22,11 +20,10 @@ import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
-import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
-import java.util.OptionalInt;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32C;
@@ -46,13 +43,11 @@ import org.jboss.resteasy.reactive.server.spi.ServerHttpResponse;
 public class ConsumerResource {
 
     private final ConnectorRuntime runtime;
-    private final Registry registry;
-    private final ReferenceEngine reference;
+    private final DecoderPulls pulls;
 
-    public ConsumerResource(ConnectorRuntime runtime) {
+    public ConsumerResource(ConnectorRuntime runtime, DecoderPulls pulls) {
         this.runtime = runtime;
-        this.registry = runtime.registry();
-        this.reference = new ReferenceEngine(runtime.geometry());
+        this.pulls = pulls;
     }
 
     @POST
@@ -75,21 +70,11 @@ public class ConsumerResource {
                     + " pulled KV with the reference engine's KV of the prompt and answer matches_reference"
                     + " (recomputes the prompt's KV on a worker thread: costs about what a prefill does)")
             boolean checkReference) {
-        ConsumerFacade consumer = consumer();
-        if (checksum || checkReference) {
-            HostKv.require(runtime.config(), checksum ? "a KV checksum" : "a reference check of pulled KV");
-        }
-        KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
-        int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds(),
-                PromptInput.pullVocabulary(request.vocabSize(), checkReference));
-        long start = System.nanoTime();
+        DecoderPulls.Submitted pull = pulls.submit(request, checksum, checkReference);
+        cancelWhenClientGoes(pull.outcome());
         // the reply is built on this request's event loop, or on a worker when it recomputes reference KV
-        Executor replyOn = checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest();
-        OptionalInt rank = request.decodeRank() == null ? OptionalInt.empty() : OptionalInt.of(request.decodeRank());
-        return RemotePull.pullAsync(registry, consumer, request.requestId(), tokens, params, rank,
-                ConsumerResource::cancelWhenClientGoes, replyOn)
-                .map(outcome -> PullReplies.reply(request.requestId(), outcome, start, checksum, checkReference,
-                        reference));
+        return pulls.reply(pull, checksum, checkReference,
+                checkReference ? Infrastructure.getDefaultWorkerPool() : eventLoopOfThisRequest());
     }
 
     /** The Vert.x context this (non-blocking) resource method runs on; a worker if there is none. */
@@ -147,27 +132,7 @@ public class ConsumerResource {
                     description = "the D rank releasing its share of a pull D's ranks share (0 to pd.tp-size - 1,"
                             + " else 400 invalid-decode-rank); absent: release or abort the pull for every rank")
             String decodeRank) {
-        ConsumerFacade consumer = consumer();
-        if (decodeRank == null) {
-            consumer.abort(id);
-        } else {
-            consumer.releaseRank(id, decodeRank(decodeRank));
-        }
-    }
-
-    /** Read here, not by JAX-RS, whose answer to a query parameter that is not a number is a 404. */
-    private static int decodeRank(String text) {
-        try {
-            return Integer.parseInt(text.strip());
-        } catch (NumberFormatException e) {
-            throw decodeRankNotANumber();
-        }
-    }
-
-    /** The refusal of a decode_rank that is not a whole number, the same over HTTP and the engine socket. */
-    static InvalidInputException decodeRankNotANumber() {
-        return new InvalidInputException(ConsumerFacade.INVALID_DECODE_RANK, "decode_rank is not a whole number;"
-                + " it names one of this decoder's ranks, 0 to pd.tp-size - 1");
+        pulls.release(id, decodeRank);
     }
 
     /** A client that disconnects before its answer cancels its pull, which D then aborts. */

@@ -1,5 +1,6 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.protocol.HandshakeMetadata;
 import io.pdconnector.runtime.ConnectorRuntime;

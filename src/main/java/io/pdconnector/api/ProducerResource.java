@@ -1,5 +1,7 @@
 package io.pdconnector.api;
 
+import io.pdconnector.api.problem.HostKv;
+import io.pdconnector.api.problem.ProblemException;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.producer.ProducerFacade;
 import io.pdconnector.protocol.InvalidKvTransferParamsException;

@@ -8,20 +8,20 @@ import io.pdconnector.reference.TextTokenizer;
  * that grows with it: a text's words are counted without splitting it, token ids arrive as an
  * {@code int[]} cut off one past the limit ({@link TokenIdArray}).
  */
-final class PromptInput {
+public final class PromptInput {
 
     /**
      * The most tokens one prompt may have. As token ids (below 151936: at most 6 digits and a
      * separator, 8 bytes with Python's {@code ", "}) that is 2 MiB of JSON, inside the 4 MiB default of
      * {@code pd.http.max-json-body}.
      */
-    static final int MAX_TOKENS = 1 << 18;
+    public static final int MAX_TOKENS = 1 << 18;
 
     private PromptInput() {
     }
 
     /** The prompt's tokens, token ids bounded by the reference engine's vocabulary. */
-    static int[] tokens(String prompt, int[] tokenIds) {
+    public static int[] tokens(String prompt, int[] tokenIds) {
         return tokens(prompt, tokenIds, TextTokenizer.VOCAB);
     }
 
@@ -30,7 +30,7 @@ final class PromptInput {
      * compares KV from them, the engine's own model's where only an engine reads the KV (a pull that names its
      * {@code vocab_size}).
      */
-    static int[] tokens(String prompt, int[] tokenIds, int vocabulary) {
+    public static int[] tokens(String prompt, int[] tokenIds, int vocabulary) {
         if ((prompt == null) == (tokenIds == null)) {
             throw InvalidInputException.of("give exactly one of prompt and token_ids");
         }
@@ -59,7 +59,7 @@ final class PromptInput {
      * The bound of a pull's token ids: the {@code vocab_size} it names (its engine's model's vocabulary), unless
      * the reference engine is to compare KV from them, whose vocabulary is its own.
      */
-    static int pullVocabulary(Integer vocabSize, boolean referenceReadsTokens) {
+    public static int pullVocabulary(Integer vocabSize, boolean referenceReadsTokens) {
         if (vocabSize == null) {
             return TextTokenizer.VOCAB;
         }
@@ -71,7 +71,7 @@ final class PromptInput {
     }
 
     /** Refuses a prompt of more than {@link #MAX_TOKENS} tokens, before anything is built from it. */
-    static void requireWithinLimit(int tokens) {
+    public static void requireWithinLimit(int tokens) {
         if (tokens > MAX_TOKENS) {
             throw InvalidInputException.of("the prompt has more than " + MAX_TOKENS
                     + " tokens, the most one request may carry");
@@ -82,7 +82,7 @@ final class PromptInput {
      * The words {@link TextTokenizer#encode} would make of {@code text} (runs of non-whitespace after
      * stripping), counted without splitting and only up to {@code stopAt}.
      */
-    static int countWords(String text, int stopAt) {
+    public static int countWords(String text, int stopAt) {
         String t = text.strip();
         int words = 0;
         boolean inWord = false;

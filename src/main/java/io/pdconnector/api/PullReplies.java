@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-/** The pull's answer, the same over HTTP ({@link ConsumerResource}) and over the engine socket ({@link EngineSocketCalls}). */
+/** The pull's answer, the same over HTTP and over the engine socket: {@link DecoderPulls} builds it for both. */
 final class PullReplies {
 
     private PullReplies() {

@@ -15,7 +15,7 @@ import java.util.Set;
  * typed request is what this instance checks and serves.
  */
 @ApplicationScoped
-class RequestBodies {
+public class RequestBodies {
 
     private final ObjectMapper json;
     private final Validator validator;
@@ -25,7 +25,7 @@ class RequestBodies {
         this.validator = validator;
     }
 
-    <T> T read(ObjectNode body, Class<T> type) throws JsonProcessingException {
+    public <T> T read(ObjectNode body, Class<T> type) throws JsonProcessingException {
         T request = json.treeToValue(body, type);
         Set<ConstraintViolation<T>> violations = validator.validate(request);
         if (!violations.isEmpty()) {

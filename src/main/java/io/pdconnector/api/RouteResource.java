@@ -1,19 +1,20 @@
 package io.pdconnector.api;
 
-import io.pdconnector.config.AuthRole;
-import jakarta.annotation.security.RolesAllowed;
-
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import io.pdconnector.api.problem.ProblemException;
+import io.pdconnector.config.AuthRole;
 import io.pdconnector.controlplane.InstanceRecord;
 import io.pdconnector.router.Pick;
 import io.pdconnector.router.RouterService;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+
 
 /** The router's decision alone, for external routers that send the legs themselves. */
 @RolesAllowed(AuthRole.ROUTER)

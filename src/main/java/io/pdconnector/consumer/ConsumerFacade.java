@@ -73,22 +73,30 @@ public final class ConsumerFacade {
         return deadline;
     }
 
-    /**
-     * Waits for a submitted pull with the deadline; a caller that stops waiting cancels it. A pull decided in the
-     * instant the wait ran out, too late to cancel, gives its outcome rather than a 503: a caller told 503 would
-     * never release the KV D holds for it.
-     */
+    /** Waits for a submitted pull with the deadline, then as {@link #atDeadline}; a caller that gives up cancels it. */
     public PullOutcome await(CompletableFuture<PullOutcome> pull, String requestId) {
         try {
             return Deadlines.await(pull, deadline, "pull " + requestId);
         } catch (UnavailableException late) {
-            if (!late.deadlineExceeded() || pull.cancel(false)) {
+            if (!late.deadlineExceeded()) {
                 throw late;
             }
-            return Deadlines.await(pull, Duration.ZERO, "pull " + requestId);
+            return Deadlines.await(atDeadline(pull, requestId, deadline), Duration.ZERO, "pull " + requestId);
         } finally {
             pull.cancel(false); // no effect once answered; otherwise the loop aborts the pull
         }
+    }
+
+    /**
+     * The one rule for a pull whose wait ran out, whoever waited (a blocking caller, the HTTP pull's Uni, the engine
+     * socket's op pulls): one still undecided is cancelled (the loop aborts it) and fails with the 503; one decided
+     * in that instant, too late to cancel, keeps its outcome, since a caller told 503 would never release the KV D
+     * holds for it.
+     */
+    public static CompletableFuture<PullOutcome> atDeadline(CompletableFuture<PullOutcome> pull, String requestId,
+            Duration deadline) {
+        return pull.cancel(false) ? CompletableFuture.failedFuture(Deadlines.noAnswer("pull " + requestId, deadline))
+                : pull;
     }
 
     /**

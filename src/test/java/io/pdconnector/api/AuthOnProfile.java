@@ -9,9 +9,9 @@ import java.util.Map;
  */
 public class AuthOnProfile implements QuarkusTestProfile {
 
-    static final String ROUTER = "router-token-0123456789abcdef";
-    static final String ENGINE = "engine-old-0123456789abcdef";
-    static final String ENGINE_NEW = "engine-new-0123456789abcdef";
+    public static final String ROUTER = "router-token-0123456789abcdef";
+    public static final String ENGINE = "engine-old-0123456789abcdef";
+    public static final String ENGINE_NEW = "engine-new-0123456789abcdef";
     static final String PEER = "peer-token-0123456789abcdef";
     static final String OPERATOR = "operator-token-0123456789abcdef";
     static final String PEER_AND_OPERATOR = "peer-and-operator-0123456789abcdef";

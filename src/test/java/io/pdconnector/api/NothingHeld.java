@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.restassured.path.json.JsonPath;
 
 /** What a {@code @QuarkusTest} of an instance in role both checks after each test: nothing left held on either side. */
-final class NothingHeld {
+public final class NothingHeld {
 
     private NothingHeld() {
     }
@@ -15,7 +15,7 @@ final class NothingHeld {
      * Waits up to 10 s for no lease, slot or block on P and no pull or block on D (D's read notification reaches
      * P's loop a moment after D answers), then fails naming what is still held.
      */
-    static void assertNothingHeld() throws InterruptedException {
+    public static void assertNothingHeld() throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         JsonPath s = status();
         while (!idle(s) && System.nanoTime() < deadline) {

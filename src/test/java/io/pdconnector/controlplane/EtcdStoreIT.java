@@ -12,7 +12,6 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.auth.Permission;
 import io.etcd.jetcd.options.LeaseOption;
 import io.etcd.jetcd.options.OptionsUtil;
-import io.pdconnector.controlplane.EtcdSettings;
 import io.pdconnector.controlplane.RegistryStore.StoreHealth;
 import io.pdconnector.testing.EtcdCluster;
 import java.nio.charset.StandardCharsets;
