@@ -32,6 +32,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 REPO = Path(__file__).resolve().parents[3]
 E2E_DIR = Path(__file__).resolve().parent
 VLLM_START_DEADLINE_S = float(os.environ.get("PD_E2E_VLLM_START_S", "600"))  # ~40 s idle, minutes on a busy machine
@@ -86,9 +88,24 @@ def model_dir(arch: str | None = None) -> Path:
     return sibling
 
 
+# vLLM's block size for the tiny models' caches on its CPU build: 128, except MLA on a CPU without AMX, where its
+# CPU_MLA backend (the decode kernel compiles for no other size) makes every block 16 tokens whatever --block-size
+# says; with AMX its AMX_MLA backend takes the 128.
+VLLM_CPU_BLOCK_TOKENS = 128
+CPU_MLA_BLOCK_TOKENS = 16
+
+
 def geometry(arch: str | None = None) -> dict:
-    """The model's KV geometry (make-tiny-model.py writes it beside the model)."""
-    return json.loads((model_dir(arch) / "pd-geometry.json").read_text())
+    """The model's KV geometry (make-tiny-model.py writes it beside the model), ``block_tokens`` the block size
+    vLLM's CPU build gives its cache on this machine."""
+    g = json.loads((model_dir(arch) / "pd-geometry.json").read_text())
+    mla_without_amx = g.get("attention") == "mla" and not torch.cpu._is_amx_tile_supported()
+    return dict(g, block_tokens=CPU_MLA_BLOCK_TOKENS if mla_without_amx else VLLM_CPU_BLOCK_TOKENS)
+
+
+def blocks_of(g: dict, blocks_of_128: int) -> int:
+    """As many of the geometry's blocks as hold the tokens of ``blocks_of_128`` 128-token blocks."""
+    return blocks_of_128 * VLLM_CPU_BLOCK_TOKENS // g["block_tokens"]
 
 
 def logs_dir() -> Path:
@@ -322,7 +339,7 @@ class Fleet:
             "pd.advertised-host": "127.0.0.1", "pd.advertised-port": str(port),
             "pd.transfer.engine": "nixl", "pd.nixl.home": str(nixl),
             "pd.model.layers": str(g["layers"]), "pd.model.kv-heads": str(g["kv_heads"]),
-            "pd.model.head-dim": str(g["head_dim"]), "pd.model.block-tokens": str(g["vllm_cpu_block_tokens"]),
+            "pd.model.head-dim": str(g["head_dim"]), "pd.model.block-tokens": str(g["block_tokens"]),
             "pd.model.dtype-bytes": str(g["dtype_bytes"]), "pd.kv.num-blocks": str(num_blocks), "pd.tp-size": str(tp),
             "pd.lease.duration": lease, "pd.lease.state-dir": str(work / "state"), "pd.kv.shm-dir": str(shm),
             # D's pull declines (409 with the reason); what the engine does then is vLLM's kv_load_failure_policy.

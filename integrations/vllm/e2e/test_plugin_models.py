@@ -8,8 +8,8 @@
   cache manager on: two KV cache groups, the window layer keeping a request's last blocks only, and the plugin
   moves each group's blocks (docs/vllm.md, "Sliding windows").
 
-Per model, one fleet: P with the plugin (8 KV blocks, 6 s leases) and D under kv_load_failure_policy
-``recompute`` (with ``PD_E2E_MODELS_FULL=1`` a D under ``fail`` too), started at once, every plugin logging a
+Per model, one fleet: P with the plugin (8 blocks' worth of 128 tokens, 6 s leases) and D under kv_load_failure_policy
+``recompute`` (with ``PD_E2E_FULL=1`` a D under ``fail`` too), started at once, every plugin logging a
 digest of each request's KV. The reference answers are P's own for requests without kv_transfer_params (the
 plugin leaves those to vLLM), each under a fresh ``cache_salt`` so that its prefix cache is cold, then warm, as
 the oracle below needs. The ``fail`` tests are opt-in: each vLLM server more takes about 30 s of the fleet's start
@@ -19,44 +19,52 @@ the model; test_plugin.py runs it in CI on the Qwen2 model.
 The oracle. D loads all of a prompt but its last token and computes that one over the loaded KV: one new token,
 which vLLM's MLA runs through its decode kernel, where one instance computing the whole prompt runs it through
 its prefill kernel, and in bfloat16 the two differ enough to change greedy answers of the random-weight model.
-So the prompts are a whole number of 128-token blocks plus one token, and the reference is a plain request's
-answer when the prefix cache already holds the prompt's full blocks (asked twice): the last token then goes
-through the same path on both sides, and any difference is the KV's. Shown for each model: D's KV, as its vLLM
-holds it after the load, hashes to what P's vLLM held (the digests); P/D answers equal the reference; the seed
+So the prompts are a whole number of 128-token blocks (so of CPU_MLA's 16-token ones too) plus one token, and the
+reference is a plain request's answer when the prefix cache already holds the prompt's full blocks (asked
+twice): the last token then goes through the same path on both sides, and any difference is the KV's. Shown for each model: D's KV, as its vLLM
+holds it after the load, hashes to what P's vLLM held (the digests); P/D answers equal the reference (where that
+instance caches prefixes: vLLM turns its prefix cache off for MLA on a CPU without AMX, and that test then says it
+did not run); the seed
 reproducer (lapse) is declined, failing the request under ``fail`` and answering the reference under
 ``recompute``; a reused request id's late reader is declined and the new attempt's reader served."""
 import json
-import os
 import re
 import urllib.request
 import uuid
 
 import pytest
 
-from fleet import Decoder, Endpoint, Fleet, metric, refused_pull, status as service_status
+from conftest import FULL
+from fleet import Decoder, Endpoint, Fleet, blocks_of, metric, refused_pull, status as service_status
 from test_plugin import LEASE_S, SOCKET, assert_failed_with_lease_reason
 from workload import Case, P_BLOCKS, Reproducer, answer_text, ask, client, prefill_on_p, reuse, token_prompt
 
 ARCHES = ["mla", "sliding"]
 # vLLM's blocks on P: pd-connector's P_BLOCKS per KV cache group (the sliding model has two, and 8 blocks split
-# between them would not hold one longest sequence)
-VLLM_P_BLOCKS = {"mla": P_BLOCKS, "sliding": 2 * P_BLOCKS}
-FULL = os.environ.get("PD_E2E_MODELS_FULL") == "1"
+# between them would not hold one longest sequence); both counted in 128-token blocks (fleet.blocks_of)
+VLLM_P_GROUPS = {"mla": 1, "sliding": 2}
+
+
+def p_blocks(fleet: Fleet, groups: int = 1) -> int:
+    return blocks_of(fleet.geometry, groups * P_BLOCKS)
+
 DIGESTS = {"pd_log_kv_digest": "true"}
 # 2 and 5 whole blocks and one token: D computes that token alone, as one instance with the blocks cached does
 CASES = [Case(f"completion-{n}-{tag}", False, stream, token_prompt(7700 + n + stream, n))
          for n in (257, 641) for stream, tag in ((False, "plain"), (True, "stream"))]
 # the request as the router named it: vLLM appends a suffix of its own on each instance (cmpl-<id>-0-<8 hex>)
+# vLLM's CPU platform, for MLA without AMX (CPU_MLA), turns its prefix cache off and says so
+PREFIX_CACHE_OFF = "forcing chunked prefill and prefix caching to be disabled"
 DIGEST_LINE = re.compile(r"KV digest: ([PD]) rank 0 (?:saved|loaded) (\S+)-[0-9a-f]{8}: ([0-9a-f]+)")
 
 
 class ModelFleet:
     def __init__(self, fleet: Fleet, arch: str):
         self.fleet, self.arch = fleet, arch
-        self.pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=P_BLOCKS)
+        self.pd_p = fleet.pd_service("pd-p", "producer", lease=f"{LEASE_S}s", num_blocks=p_blocks(fleet))
         self.decoders = {policy: Decoder(fleet, self.pd_p, policy, LEASE_S, plugin_settings=DIGESTS)
                          for policy in (("recompute", "fail") if FULL else ("recompute",))}
-        self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=VLLM_P_BLOCKS[arch], wait=False,
+        self.p = fleet.plugin_vllm("p", self.pd_p, num_blocks=p_blocks(fleet, VLLM_P_GROUPS[arch]), wait=False,
                                    plugin_settings=DIGESTS)
         fleet.ready(self.p, *(dec.d for dec in self.decoders.values()))
         self.proxy = fleet.proxy(self.p, self.decoders["recompute"].d)
@@ -85,20 +93,21 @@ def model(request):
     assert all(p.session_gone() for p in fleet.stopped), "a process of the model fleet outlived its fleet"
 
 
-def test_d_holds_ps_kv_and_answers_what_one_instance_answers(model):
+def test_d_holds_ps_kv_after_the_load(model):
     for service in (model.pd_p, model.decoders["recompute"].pd_d):
         with urllib.request.urlopen(service.url + "/v1/kv-layout", timeout=5) as r:
             layout = json.load(r)
         assert layout["attention"] == model.fleet.geometry["attention"], layout
+        assert layout["block_tokens"] == model.fleet.geometry["block_tokens"], layout
     if model.arch == "sliding":
         log = model.p.process.log_text()
         assert "Turning off hybrid kv cache manager" not in log, "vLLM turned its hybrid manager off beside the plugin"
         assert "PdConnector: 2 KV cache group(s) ['SlidingWindowSpec', 'FullAttentionSpec']" in log, \
             "P's plugin did not see the window group beside the full one"
-    references = {case.name: model.reference(case) for case in CASES}
+    model.references = {case.name: model.reference(case) for case in CASES}
     d = model.decoders["recompute"]
     received_before = metric(d.pd_d, SOCKET, {"op": "pulls", "status": "200"})
-    answers = {case.name: ask(client(model.proxy.url), case) for case in CASES}
+    model.answers = {case.name: ask(client(model.proxy.url), case) for case in CASES}
     received = metric(d.pd_d, SOCKET, {"op": "pulls", "status": "200"}) - received_before
     assert received >= len(CASES), f"D received {received} pulls for {len(CASES)} multi-block prompts"
     assert d.lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
@@ -106,10 +115,19 @@ def test_d_holds_ps_kv_and_answers_what_one_instance_answers(model):
     assert len(loaded) >= len(CASES), f"D logged {len(loaded)} digests for {len(CASES)} pulls"
     differ = {r: (loaded[r], saved.get(r)) for r in loaded if saved.get(r) != loaded[r]}
     assert not differ, f"{model.arch}: the KV D's vLLM holds after the load is not what P's vLLM held: {differ}"
-    cold_differs = sorted(n for n, (cold, warm) in references.items() if cold != warm)
+
+
+def test_pd_answers_what_one_instance_answers_over_its_cached_blocks(model):
+    if not hasattr(model, "answers"):
+        pytest.skip("DID NOT RUN: test_d_holds_ps_kv_after_the_load did not ask the prompts")
+    if PREFIX_CACHE_OFF in model.p.process.log_text():
+        pytest.skip(f"DID NOT RUN: vLLM turned its prefix cache off for {model.arch} on this CPU (MLA without AMX runs "
+                    "CPU_MLA), so no instance computes a prompt's last token over cached blocks as D does; D's KV "
+                    "equals P's (test_d_holds_ps_kv_after_the_load)")
+    cold_differs = sorted(n for n, (cold, warm) in model.references.items() if cold != warm)
     print(f"\n{model.arch}: one instance answered {len(cold_differs)} of {len(CASES)} prompts differently with its "
           f"blocks cached than computing them whole: {cold_differs}")
-    mismatches = {n: (answers[n], references[n][1]) for n in answers if answers[n] != references[n][1]}
+    mismatches = {n: (a, model.references[n][1]) for n, a in model.answers.items() if a != model.references[n][1]}
     assert not mismatches, f"{model.arch} P/D through pd-connector answered differently from one instance: {mismatches}"
 
 
@@ -130,7 +148,7 @@ def test_a_decoder_of_other_kv_cache_groups_or_attention_is_refused_at_the_hands
 
 def fail_decoder(model: ModelFleet) -> Decoder:
     if not FULL:
-        pytest.skip("DID NOT RUN: the fail-policy tests of the other model shapes run with PD_E2E_MODELS_FULL=1 "
+        pytest.skip("DID NOT RUN: the fail-policy tests of the other model shapes run with PD_E2E_FULL=1 "
                     "(a fourth vLLM server per fleet; test_plugin.py runs them on the Qwen2 model)")
     return model.decoders["fail"]
 
@@ -178,9 +196,9 @@ def test_mla_at_different_tp_sizes_moves_the_latent_from_one_p_rank_to_every_d_r
     with Fleet(f"model-mla-p{p_tp}d{d_tp}", arch="mla") as fleet:
         # a lease far longer than a D leg takes: a fresh TP 2 D's first request has waited minutes on this VM
         # (docs/vllm.md, "Tensor-parallel fleets"), and a lapsed lease here would only hide the bytes compared
-        pd_p = fleet.pd_service("pd-p", "producer", lease=f"{TP_LEASE_S}s", num_blocks=P_BLOCKS, tp=p_tp)
+        pd_p = fleet.pd_service("pd-p", "producer", lease=f"{TP_LEASE_S}s", num_blocks=p_blocks(fleet), tp=p_tp)
         decoder = Decoder(fleet, pd_p, "fail", TP_LEASE_S, tp=d_tp, plugin_settings=DIGESTS)
-        p = fleet.plugin_vllm("p", pd_p, num_blocks=P_BLOCKS, wait=False, tp=p_tp, plugin_settings=DIGESTS)
+        p = fleet.plugin_vllm("p", pd_p, num_blocks=p_blocks(fleet), wait=False, tp=p_tp, plugin_settings=DIGESTS)
         fleet.ready(p, decoder.d)
         proxy = fleet.proxy(p, decoder.d)
         for case in CASES[:2]:
@@ -198,10 +216,10 @@ def test_mla_at_different_tp_sizes_moves_the_latent_from_one_p_rank_to_every_d_r
 @pytest.fixture(scope="module", params=ARCHES)
 def stock_model(request):
     if not FULL:
-        pytest.skip("DID NOT RUN: stock NixlConnector on the other model shapes runs with PD_E2E_MODELS_FULL=1 "
-                    "(test_stock_nixl.py runs it on the Qwen2 model in CI)")
+        pytest.skip("DID NOT RUN: stock NixlConnector on the other model shapes runs with PD_E2E_FULL=1 "
+                    "(as test_stock_nixl.py does on the Qwen2 model)")
     with Fleet(f"stock-{request.param}", arch=request.param) as fleet:
-        p = fleet.stock_vllm("p", lease_s=2, num_blocks=VLLM_P_BLOCKS[request.param], wait=False)
+        p = fleet.stock_vllm("p", lease_s=2, num_blocks=p_blocks(fleet, VLLM_P_GROUPS[request.param]), wait=False)
         d = fleet.stock_vllm("d", lease_s=2, wait=False)
         fleet.ready(p, d)
         yield request.param, p, d

@@ -12,7 +12,8 @@ a different answer than the reference (docs/vllm.md, "The CI stage").
 Geometry (what a pd-connector beside a vLLM instance serving this model must be configured with):
 2 layers, 2 KV heads, head dim 32, a 512-token tokenizer in a model vocabulary of 201,088 (gpt-oss's). The weights are stored as float32, but vLLM's CPU backend serves a float32
 checkpoint in bfloat16 by default, so its KV cache holds 2-byte values (pd.model.dtype-bytes=2); the tests pass
-`--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks.
+`--dtype bfloat16` to say so. vLLM's CPU backend uses 128-token blocks (its CPU_MLA backend, on a CPU without
+AMX, 16).
 
 Two more shapes the models issue asks for, each with the same tokenizer and a model vocabulary of the tokenizer's
 512 (their tests send no large-vocabulary prompt):
@@ -229,7 +230,7 @@ def main(argv):
     # The geometry a pd-connector beside this model needs, next to the model (read by the e2e harness).
     with open(os.path.join(args.out_dir, "pd-geometry.json"), "w") as f:
         json.dump({"arch": args.arch, "layers": LAYERS, **kv, "vllm_dtype": "bfloat16", "dtype_bytes": 2,
-                   "vllm_cpu_block_tokens": 128, "model_vocab": model_vocab}, f, indent=2, sort_keys=True)
+                   "model_vocab": model_vocab}, f, indent=2, sort_keys=True)
         f.write("\n")
     print(f"tiny {args.arch} model in {args.out_dir}: {LAYERS} layers, {kv['attention']} KV, {kv['kv_heads']} KV "
           f"heads of width {kv['head_dim']}, vocab {VOCAB} (tokenizer) of {model_vocab} (model), float32 weights "

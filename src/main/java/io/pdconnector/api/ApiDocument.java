@@ -11,7 +11,7 @@ import org.eclipse.microprofile.openapi.annotations.security.SecurityScheme;
  */
 @SecurityScheme(securitySchemeName = ApiDocument.BEARER, type = SecuritySchemeType.HTTP, scheme = "bearer",
         description = "A token of one of the operation's roles (router, engine, peer, operator), as configured in"
-                + " pd.auth.tokens.<role>; checked when pd.auth.enabled=true. See the README, \"Authentication\".")
+                + " pd.auth.tokens.<role>; checked when pd.auth.enabled=true. See docs/security.md, \"Roles\" and \"Tokens\".")
 public class ApiDocument extends Application {
 
     static final String BEARER = "bearer";

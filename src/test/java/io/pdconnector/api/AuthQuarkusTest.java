@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Auth on ({@link AuthOnProfile}). The operations come from the service's own OpenAPI document, so an
- * endpoint added later is walked too, and must be in {@link #ROLES} (the README's table) or this test
+ * endpoint added later is walked too, and must be in {@link #ROLES} (docs/security.md's "Roles" table) or this test
  * fails: none can slip through unprotected or unreviewed.
  */
 @QuarkusTest
@@ -36,7 +36,7 @@ class AuthQuarkusTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String PROBE_ID = "auth-probe";
 
-    /** Every operation and the roles it allows: the README's "Authentication" table. */
+    /** Every operation and the roles it allows: docs/security.md's "Roles" table. */
     static final Map<String, Set<String>> ROLES = Map.ofEntries(
             Map.entry("POST /v1/producer/prefill", Set.of("router")),
             Map.entry("POST /v1/consumer/pull", Set.of("router", "engine")),
@@ -113,7 +113,7 @@ class AuthQuarkusTest {
         Set<String> documented = new TreeSet<>();
         operations().forEach(o -> documented.add(o.key()));
         assertEquals(new TreeSet<>(ROLES.keySet()), documented,
-                "every operation of the OpenAPI document needs its roles in the README's table (and in ROLES)");
+                "every operation of the OpenAPI document needs its roles in docs/security.md's Roles table (and in ROLES)");
     }
 
     @Test

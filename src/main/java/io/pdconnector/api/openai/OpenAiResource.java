@@ -10,7 +10,6 @@ import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.protocol.RequestIds;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 import jakarta.annotation.security.RolesAllowed;
-import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotNull;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.HeaderParam;
