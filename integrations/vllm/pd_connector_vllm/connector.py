@@ -237,7 +237,8 @@ class PdConnector(KVConnectorBase_V1, SupportsHMA):
                                     log_kv_digest=settings.log_kv_digest,
                                     layer_groups=layer_groups(kv_cache_config) if windows else None,
                                     kv_groups=group_names(kv_cache_config) if windows else None,
-                                    kv_scales=self._scales_fingerprint if cache_dtype in kv_dtype.QUANTIZED else None)
+                                    kv_scales=self._scales_fingerprint if cache_dtype in kv_dtype.QUANTIZED else None,
+                                    vllm_mla=bool(getattr(vllm_config.model_config, "use_mla", False)))
         logger.info("PdConnector (%s) talks to pd-connector at %s", role.name, settings.url)
         if windows:
             logger.info(

@@ -100,8 +100,10 @@ def order_layers(kv_caches: dict[str, torch.Tensor]) -> list[tuple[str, torch.Te
     return items
 
 
-def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_tp: int) -> None:
-    """Raises GeometryMismatch naming every disagreement between vLLM's caches and pd-connector."""
+def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_tp: int,
+                   vllm_mla: bool = False) -> None:
+    """Raises GeometryMismatch naming every disagreement between vLLM's caches and pd-connector. ``vllm_mla``:
+    vLLM runs the model with MLA (its cache's 4-axis view has a one-head multi-head cache's shape too)."""
     problems = []
     if not layers:
         raise GeometryMismatch("vLLM registered no KV cache tensors")
@@ -116,7 +118,7 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
             problems.append(f"layer {name} is {tuple(t.shape)} {t.dtype}, layer {first_name} "
                             f"{tuple(first.shape)} {first.dtype}: mixed layouts are not supported")
             break
-    if first.dim() == 3 or pd.attention == MLA:
+    if first.dim() == 3 or pd.attention == MLA or vllm_mla:
         problems += _mla_problems(first, pd)
     elif first.dim() != 4 or first.shape[3] % 2:
         problems.append(f"KV cache tensor shape {tuple(first.shape)} is not vLLM's CPU layout "

@@ -44,11 +44,11 @@ class PdWorker:
                  timing_level: int = logging.DEBUG, engine_channel: str = "auto", save_overlap: bool = False,
                  save_timeout_s: float = 30.0, kv_dtype: str | None = None, log_kv_digest: bool = False,
                  layer_groups: dict[str, int] | None = None, kv_groups: str | None = None,
-                 kv_scales: Callable[[list[str]], str] | None = None):
+                 kv_scales: Callable[[list[str]], str] | None = None, vllm_mla: bool = False):
         """``layer_groups``: each attention layer's KV cache group by name, where vLLM made several; ``kv_groups``
         those groups as pd.model.kv-groups names them (None: one group of full attention). ``kv_scales``: for a
         quantized cache, the fingerprint of vLLM's scales of the named layers (kv_dtype.scales_fingerprint), read
-        at ``register``, once the weights have loaded."""
+        at ``register``, once the weights have loaded. ``vllm_mla``: vLLM runs the model with MLA."""
         if engine_channel not in ENGINE_CHANNELS:
             raise ValueError(f"pd_engine_channel must be one of {', '.join(ENGINE_CHANNELS)}, got {engine_channel!r}")
         self._client = client
@@ -63,6 +63,7 @@ class PdWorker:
         self._layer_groups = layer_groups or {}
         self._kv_groups = kv_groups
         self._kv_scales = kv_scales
+        self._vllm_mla = vllm_mla
         self._loader = PdLoader(client, tp_rank, tp_size, load_threads, timing_level, self._place, log_kv_digest)
         self._timing_level = timing_level  # the level of the per-request timing lines
         self._save_overlap = save_overlap
@@ -98,7 +99,7 @@ class PdWorker:
             kv = pool_kv(backend, layers, geometry, self._rank, layout, self._client.kv_layout)
             copies = kv.describe()
         else:
-            check_geometry(ordered, geometry, self._tp)
+            check_geometry(ordered, geometry, self._tp, self._vllm_mla)
             kv = FileKv(layers, geometry, groups)
             copies = "%s; copies by %s" % (kv.describe(), "numpy" if numpy_copies(layers)
                                                 else "torch (caches numpy cannot view)")

@@ -102,3 +102,17 @@ def test_on_p_rank_0_alone_saves_the_latent_into_the_one_file_pd_connector_names
     assert rank0._client.calls == [("batch", {"returns": ["g2"]})], "a grant of two files is no MLA producer's"
     for w in (rank0, rank1):
         w.shutdown()
+
+
+def test_vllms_mla_cache_with_its_heads_axis_beside_an_mha_pd_connector_is_named_mla():
+    """The 4-axis view (num_blocks, 1, block_size, 576) has the shape of a one-head multi-head cache too; vLLM says
+    the model is MLA (model_config.use_mla), and the refusal names the attention, not head dims."""
+    mha = dict(mla_layout(), attention="mha", block_bytes=2 * BLOCK_BYTES)
+    caches = list(latent_caches(heads_axis=True).items())
+    with pytest.raises(GeometryMismatch, match=r"is an MLA latent cache, but pd-connector's pd.model.attention=mha "
+                                               r"\(set mla, kv-heads 1, head-dim 24\)"):
+        check_geometry(caches, PdGeometry.from_layout(mha), 1, vllm_mla=True)
+    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, vllm_mla=True)
+    with pytest.raises(GeometryMismatch, match="is an MLA latent cache"):
+        w.register(dict(caches), mha)
+    w.shutdown()
