@@ -54,6 +54,7 @@ CASES = [Case(f"completion-{n}-{tag}", False, stream, token_prompt(7700 + n + st
          for n in (257, 641) for stream, tag in ((False, "plain"), (True, "stream"))]
 # the request as the router named it: vLLM appends a suffix of its own on each instance (cmpl-<id>-0-<8 hex>)
 # vLLM's CPU platform, for MLA without AMX (CPU_MLA), turns its prefix cache off and says so
+READ_BYTES = "nixl_bytes_transferred_sum"  # D's block READs (pd-connector's metric, as vLLM's NIXL names it)
 PREFIX_CACHE_OFF = "forcing chunked prefill and prefix caching to be disabled"
 DIGEST_LINE = re.compile(r"KV digest: ([PD]) rank 0 (?:saved|loaded) (\S+)-[0-9a-f]{8}: ([0-9a-f]+)")
 
@@ -107,14 +108,33 @@ def test_d_holds_ps_kv_after_the_load(model):
     model.references = {case.name: model.reference(case) for case in CASES}
     d = model.decoders["recompute"]
     received_before = metric(d.pd_d, SOCKET, {"op": "pulls", "status": "200"})
+    read_before = metric(d.pd_d, READ_BYTES)
     model.answers = {case.name: ask(client(model.proxy.url), case) for case in CASES}
     received = metric(d.pd_d, SOCKET, {"op": "pulls", "status": "200"}) - received_before
+    read, expected = metric(d.pd_d, READ_BYTES) - read_before, bytes_read(model.fleet.geometry)
+    assert read == expected, f"{model.arch}: D's pd-connector read {read} bytes for the prompts, not {expected}"
     assert received >= len(CASES), f"D received {received} pulls for {len(CASES)} multi-block prompts"
     assert d.lease_declines() == 0, "a pull was declined although every D leg came right after its P leg"
     saved, loaded = model.digests("P"), model.digests("D")
     assert len(loaded) >= len(CASES), f"D logged {len(loaded)} digests for {len(CASES)} pulls"
     differ = {r: (loaded[r], saved.get(r)) for r in loaded if saved.get(r) != loaded[r]}
     assert not differ, f"{model.arch}: the KV D's vLLM holds after the load is not what P's vLLM held: {differ}"
+
+
+def bytes_read(g: dict) -> int:
+    """What D's pd-connector reads of CASES' KV: every layer of every block P exported (ceil(tokens / block)), but a
+    window group's layers of a request's last ceil(window / block) + 1 blocks only (pd-connector's KvGroups)."""
+    layer_bytes = (1 if g["attention"] == "mla" else 2) * g["kv_heads"] * g["block_tokens"] * g["head_dim"] * \
+        g["dtype_bytes"]
+    groups = [item.split("/") for item in g.get("kv_groups", f"full/{g['layers']}").split(",")]
+    total = 0
+    for case in CASES:
+        blocks = -(-len(case.prompt) // g["block_tokens"])
+        for kind, layers in groups:
+            window = int(kind.removeprefix("window:")) if kind.startswith("window:") else 0
+            reach = -(-window // g["block_tokens"]) + 1 if window else blocks
+            total += int(layers) * min(blocks, reach) * layer_bytes
+    return total
 
 
 def test_pd_answers_what_one_instance_answers_over_its_cached_blocks(model):
@@ -134,13 +154,13 @@ def test_pd_answers_what_one_instance_answers_over_its_cached_blocks(model):
 def test_a_decoder_of_other_kv_cache_groups_or_attention_is_refused_at_the_handshake(model):
     """A decoder's pd-connector naming other groups (a wider window) or the other attention is refused by P's
     compatibility hash, naming both geometries, and holds nothing."""
-    other = ({"pd.model.kv-groups": "window:128,full"} if model.arch == "sliding"
+    other = ({"pd.model.kv-groups": "window:128/1,full/1"} if model.arch == "sliding"
              else {"pd.model.attention": "mha"})
     d = model.fleet.pd_service("pd-d-other", "consumer", peers=[model.pd_p], extra=other)
     prompt = token_prompt(7620, 257)
     params = prefill_on_p(model.p.url, prompt, f"{model.arch}-other-reader")["kv_transfer_params"]
     problem = refused_pull(d, f"{model.arch}-other-reader", prompt, params)
-    said = ("kvGroups=window:64,full", "kvGroups=window:128,full") if model.arch == "sliding" else (
+    said = ("kvGroups=window:64/1,full/1", "kvGroups=window:128/1,full/1") if model.arch == "sliding" else (
         "attention=MLA", "attention=MHA")
     assert all(s in problem["detail"] for s in said), problem
     model.fleet.stop(d)

@@ -44,9 +44,19 @@ def group_windows(kv_cache_config: "KVCacheConfig") -> list[int] | None:
 
 
 def group_names(kv_cache_config: "KVCacheConfig") -> str:
-    """The groups as pd.model.kv-groups names them: ``window:<tokens>`` or ``full`` each, in vLLM's order."""
-    return ",".join(f"window:{g.kv_cache_spec.sliding_window}" if type(g.kv_cache_spec).__name__ == "SlidingWindowSpec"
-                    else "full" for g in kv_cache_config.kv_cache_groups)
+    """The groups as pd.model.kv-groups names them: ``window:<tokens>`` or ``full`` each, then ``/<layers>``, in
+    vLLM's order."""
+    return ",".join((f"window:{g.kv_cache_spec.sliding_window}" if type(g.kv_cache_spec).__name__ == "SlidingWindowSpec"
+                     else "full") + f"/{len(g.layer_names)}" for g in kv_cache_config.kv_cache_groups)
+
+
+def block_order(kv_groups: str) -> list[int]:
+    """The groups (indices in vLLM's order) as their layers lie in a pd block, pd-connector's rule (KvGroups): full
+    attention first, then the windows from the widest down, ties in vLLM's order. A reader then needs a prefix of
+    a block: its full layers always, a window's for the request's last blocks only."""
+    windows = [0 if item.startswith("full") else int(item.split("/")[0].removeprefix("window:"))
+               for item in kv_groups.split(",")]
+    return sorted(range(len(windows)), key=lambda g: (windows[g] != 0, -windows[g], g))
 
 
 def layer_groups(kv_cache_config: "KVCacheConfig") -> dict[str, int]:

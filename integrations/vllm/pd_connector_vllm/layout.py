@@ -142,8 +142,8 @@ def check_geometry(layers: list[tuple[str, torch.Tensor]], pd: PdGeometry, vllm_
 
 
 def kv_groups_problems(vllm_groups: str | None, declared: str | None) -> list[str]:
-    """The disagreement between vLLM's KV cache groups (``window:<tokens>,full``, None for one group of full
-    attention) and the ones pd-connector names (kv-layout's ``kv_groups``, pd.model.kv-groups)."""
+    """The disagreement between vLLM's KV cache groups (``window:<tokens>/<layers>,full/<layers>``, None for one
+    group of full attention) and the ones pd-connector names (kv-layout's ``kv_groups``, pd.model.kv-groups)."""
     if vllm_groups == declared:
         return []
     if declared is None:

@@ -27,6 +27,7 @@ import torch
 
 from . import kv_dtype
 from .client import ENGINE_CHANNELS, PdClient, choose_engine_channel
+from .kv_groups import block_order
 from .kv_places import FileKv, LayerGroups, PoolKv
 from .layout import (MLA, GeometryMismatch, PdGeometry, check_geometry, kv_groups_problems, numpy_copies,
                      order_layers)
@@ -85,6 +86,11 @@ class PdWorker:
                                                  layout.get("kv_scales"))
         if problems:
             raise GeometryMismatch("vLLM's KV cache does not match the pd-connector beside it: " + "; ".join(problems))
+        if self._layer_groups and self._kv_groups:
+            # a pd block holds the groups' layers in pd-connector's order, so that a pull reads a window's layers of
+            # the request's last blocks only
+            rank = {g: i for i, g in enumerate(block_order(self._kv_groups))}
+            ordered = sorted(ordered, key=lambda item: rank[self._layer_groups[item[0]]])
         layers = [t for _, t in ordered]
         groups = LayerGroups([self._layer_groups[name] for name, _ in ordered] if self._layer_groups else None)
         if layout.get("pools"):

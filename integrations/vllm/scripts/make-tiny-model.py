@@ -165,7 +165,7 @@ def deepseek_mla_config(tokenizer):
 ARCHES = {
     "qwen2": (qwen2_config, MODEL_VOCAB, {"attention": "mha", "kv_heads": KV_HEADS, "head_dim": HEAD_DIM}),
     "sliding": (llama_sliding_config, VOCAB, {"attention": "mha", "kv_heads": KV_HEADS, "head_dim": HEAD_DIM,
-                                              "kv_groups": f"window:{SLIDING_WINDOW},full"}),
+                                              "kv_groups": f"window:{SLIDING_WINDOW}/1,full/1"}),
     "mla": (deepseek_mla_config, VOCAB, {"attention": "mla", "kv_heads": 1,
                                          "head_dim": MLA_KV_LORA_RANK + MLA_ROPE_DIM}),
 }

@@ -181,11 +181,20 @@ def test_the_groups_are_named_as_pd_connector_takes_them_and_a_disagreement_refu
     window = SlidingWindowSpec(128, num_kv_heads=2, head_size=32, dtype=torch.bfloat16, sliding_window=64)
     config = KVCacheConfig(num_blocks=8, kv_cache_tensors=[], kv_cache_groups=[
         KVCacheGroupSpec(["model.layers.0.attn"], window), KVCacheGroupSpec(["model.layers.1.attn"], full)])
-    assert group_names(config) == "window:64,full"
-    assert kv_groups_problems("window:64,full", "window:64,full") == [] and kv_groups_problems(None, None) == []
-    (unset,) = kv_groups_problems("window:64,full", None)
-    assert "set pd.model.kv-groups=window:64,full" in unset
-    (other,) = kv_groups_problems("window:64,full", "window:128,full")
-    assert other == "KV cache groups: vLLM window:64,full, pd-connector pd.model.kv-groups=window:128,full"
-    (one,) = kv_groups_problems(None, "window:64,full")
+    assert group_names(config) == "window:64/1,full/1", "each group's kind, then its number of layers"
+    named = "window:64/1,full/1"
+    assert kv_groups_problems(named, named) == [] and kv_groups_problems(None, None) == []
+    (unset,) = kv_groups_problems(named, None)
+    assert "set pd.model.kv-groups=window:64/1,full/1" in unset
+    (other,) = kv_groups_problems(named, "window:128/1,full/1")
+    assert other == "KV cache groups: vLLM window:64/1,full/1, pd-connector pd.model.kv-groups=window:128/1,full/1"
+    (one,) = kv_groups_problems(None, named)
     assert "vLLM one group of full attention" in one
+
+
+def test_a_pd_block_holds_full_attention_first_then_the_windows_from_the_widest_down():
+    from pd_connector_vllm.kv_groups import block_order
+
+    assert block_order("window:64/1,full/1") == [1, 0]
+    assert block_order("window:64/5,full/6,window:512/3") == [1, 2, 0], "pd-connector's KvGroups order"
+    assert block_order("full/2,window:128/1,window:128/1") == [0, 1, 2], "ties in vLLM's order"

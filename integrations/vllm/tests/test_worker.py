@@ -535,28 +535,31 @@ def test_with_pd_log_kv_digest_p_and_d_log_the_same_digest_of_the_kv_d_loaded(tm
 def test_with_a_window_group_each_layer_saves_and_loads_its_groups_blocks_and_the_digests_agree(tmp_path, caplog):
     """Layer 0 in a sliding-window group (its request's last 2 blocks), layer 1 in the full group (all 4): P writes
     each layer's planes of its group's blocks into the pd blocks they align to (the window group's into the last
-    two), D reads them back into its own blocks of each group, and P's and D's digests of the request agree."""
+    two), the full layer first in a pd block (pd-connector's order, so that a pull reads the window's layers of the
+    last blocks only), D reads them back into its own blocks of each group, and P's and D's digests agree."""
     groups = {"model.layers.0.self_attn.attn": 0, "model.layers.1.self_attn.attn": 1}
+    named = dict(layer_groups=groups, kv_groups="window:64/1,full/1")
+    layout = dict(LAYOUT, kv_groups="window:64/1,full/1")
     gen = torch.Generator().manual_seed(31)
     p_caches = {name: torch.randn(NB + 2, H, T, 2 * D, generator=gen) for name in groups}
     p_file = tmp_path / "pd-p-r0.kv"
     p_file.write_bytes(bytes(4 * LAYOUT["block_bytes"]))
-    p = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, layer_groups=groups)
-    p.register(p_caches, dict(LAYOUT, role="producer"))
+    p = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, **named)
+    p.register(p_caches, dict(layout, role="producer"))
     caplog.set_level(logging.INFO, logger="vllm.pd_connector")
     p.save([SaveSpec("r1", "req-d", [4, 5, 6, 7], [0, 1, 2, 3], 14, [(str(p_file), 4 * LAYOUT["block_bytes"])],
                      group_blocks=[[2, 3], [4, 5, 6, 7]])])
     pd = torch.frombuffer(bytearray(p_file.read_bytes()), dtype=torch.float32).view(4, L, 2, H, T, D)
     window, full = list(p_caches.values())
     expected = torch.zeros_like(pd)
-    write_pd_blocks([window, full], [4, 5, 6, 7], expected, [0, 1, 2, 3], only_layers=[1])
-    write_pd_blocks([window, full], [2, 3], expected, [2, 3], only_layers=[0])
-    assert torch.equal(pd, expected) and not pd[:2, 0].any(), "the window layer's older pd blocks are not written"
+    write_pd_blocks([full, window], [4, 5, 6, 7], expected, [0, 1, 2, 3], only_layers=[0])
+    write_pd_blocks([full, window], [2, 3], expected, [2, 3], only_layers=[1])
+    assert torch.equal(pd, expected) and not pd[:2, 1].any(), "the window layer's older pd blocks are not written"
 
     client = FakeClient({"pull": d_file(tmp_path / "pd-d-d0.kv", pd, d_blocks=(6, 2, 4, 7))})
-    d = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, layer_groups=groups)
+    d = PdWorker(client, tp_rank=0, tp_size=1, load_threads=1, log_kv_digest=True, **named)
     d_caches = {name: torch.zeros(NB + 2, H, T, 2 * D) for name in groups}
-    d.register(d_caches, LAYOUT)
+    d.register(d_caches, layout)
     spec = LoadSpec("req-d", "req-d", list(range(14)), {"do_remote_prefill": True}, [0, 1, 2, 3], 0,
                     group_blocks=[[5, 6], [0, 1, 2, 3]])
     d.start_loads([spec], [])
@@ -575,12 +578,14 @@ def test_with_a_window_group_each_layer_saves_and_loads_its_groups_blocks_and_th
 
 def test_a_model_of_several_groups_beside_a_pd_connector_naming_other_groups_does_not_start():
     groups = {"model.layers.0.self_attn.attn": 0, "model.layers.1.self_attn.attn": 1}
-    for declared in (None, "window:128,full"):
-        w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups, kv_groups="window:64,full")
+    for declared in (None, "window:128/1,full/1"):
+        w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups,
+                     kv_groups="window:64/1,full/1")
         layout = dict(LAYOUT, **({"kv_groups": declared} if declared else {}))
         with pytest.raises(GeometryMismatch, match="KV cache groups: vLLM"):
             w.register(caches(), layout)
         w.shutdown()
-    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups, kv_groups="window:64,full")
-    w.register(caches(), dict(LAYOUT, kv_groups="window:64,full"))
+    w = PdWorker(FakeClient(), tp_rank=0, tp_size=1, load_threads=1, layer_groups=groups,
+                 kv_groups="window:64/1,full/1")
+    w.register(caches(), dict(LAYOUT, kv_groups="window:64/1,full/1"))
     w.shutdown()

@@ -2,6 +2,7 @@ package io.pdconnector.api;
 
 import io.pdconnector.api.problem.HostKv;
 import io.pdconnector.api.problem.ProblemException;
+import io.pdconnector.api.problem.WholeBlocks;
 import io.pdconnector.config.AuthRole;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.protocol.RequestIds;
@@ -96,6 +97,7 @@ public class ConsumerResource {
                     description = RequestIds.SCHEMA_DESCRIPTION) String id) {
         ConsumerFacade consumer = consumer();
         HostKv.require(runtime.config(), "a KV read-out");
+        WholeBlocks.require(runtime.config(), "a KV read-out");
         byte[] kv = consumer.readKv(id);
         CRC32C crc = new CRC32C();
         crc.update(kv);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.pdconnector.api.problem.HostKv;
 import io.pdconnector.api.problem.Problem;
 import io.pdconnector.api.problem.ProblemException;
+import io.pdconnector.api.problem.WholeBlocks;
 import io.pdconnector.config.PdConfig;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.consumer.DeclineReason;
@@ -67,7 +68,9 @@ public class DecoderPulls {
     public Submitted submit(PullRequest request, boolean checksum, boolean checkReference) {
         ConsumerFacade consumer = consumer();
         if (checksum || checkReference) {
-            HostKv.require(config, checksum ? "a KV checksum" : "a reference check of pulled KV");
+            String use = checksum ? "a KV checksum" : "a reference check of pulled KV";
+            HostKv.require(config, use);
+            WholeBlocks.require(config, use);
         }
         KvTransferParams params = KvTransferParams.fromMap(request.kvTransferParams()).validateForPull();
         int[] tokens = PromptInput.tokens(request.prompt(), request.tokenIds(),

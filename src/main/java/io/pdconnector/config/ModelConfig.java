@@ -44,9 +44,11 @@ public interface ModelConfig {
     /**
      * The KV cache groups the engine keeps a request's blocks in, in order, where it has more than one group of
      * full attention: {@code full}, or {@code window:<tokens>} for a sliding-window group (vLLM's hybrid KV cache
-     * manager: Gemma 3's and gpt-oss's {@code window:<sliding_window>,full}). Part of the handshake, so a peer of
-     * other groups is refused; the vLLM plugin refuses a model of several groups unless it is set, and checks
-     * it against vLLM's. Unset: one group of full attention.
+     * manager), each followed by {@code /<layers>}, its number of layers (Gemma 3's and gpt-oss's
+     * {@code window:<sliding_window>/<n>,full/<m>}). A pull reads a window group's layers of a request's last
+     * {@code ceil(window / block-tokens) + 1} blocks only. Part of the handshake, so a peer of other groups is
+     * refused; the vLLM plugin refuses a model of several groups unless it is set, and checks it against vLLM's.
+     * Unset: one group of full attention.
      */
     Optional<@Pattern(regexp = ModelGeometry.KV_GROUPS) String> kvGroups();
 

@@ -30,12 +30,16 @@ final class BlockRead {
         this.postNanos = postNanos;
     }
 
-    /** Posts without a notification (L6: P hears from D only after the slot check). */
-    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks, PullObserver observer) {
+    /**
+     * Posts without a notification (L6: P hears from D only after the slot check), block {@code i} with its first
+     * {@code segments[i]} KV cache group segments.
+     */
+    static BlockRead post(SliceChannel channel, int[] localBlocks, int[] remoteBlocks, int[] segments,
+            PullObserver observer) {
         long start = System.nanoTime();
         try {
-            ReadRequest r = channel.rank().agent().postRead(channel.local(), channel.indices(localBlocks),
-                    channel.remote(), channel.indices(remoteBlocks), null);
+            ReadRequest r = channel.rank().agent().postRead(channel.local(), channel.indices(localBlocks, segments),
+                    channel.remote(), channel.indices(remoteBlocks, segments), null);
             return new BlockRead(channel, observer, r, start, System.nanoTime() - start);
         } catch (TransferException e) {
             observer.blockReadFailed();

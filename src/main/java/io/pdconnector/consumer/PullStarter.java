@@ -1,10 +1,12 @@
 package io.pdconnector.consumer;
 
+import io.pdconnector.kv.ModelGeometry;
 import java.util.List;
 
 /**
  * Gives queued pulls local blocks, in arrival order, and posts their block READs on every source
- * rank without a notification (L6: P hears from D only after the slot check). The oldest pull waits
+ * rank without a notification (L6: P hears from D only after the slot check), each block without the layers of
+ * the window groups that have left it ({@link io.pdconnector.kv.KvGroups}). The oldest pull waits
  * for enough free blocks; later ones do not overtake it.
  */
 final class PullStarter {
@@ -37,8 +39,10 @@ final class PullStarter {
             decider.decide(pull, DeclineReason.NO_LEASE);
             return 1;
         }
+        ModelGeometry g = state.config.geometry();
+        int[] segments = g.groupLayout().segmentsNeeded(local.length, g.blockTokens());
         for (SliceChannel channel : local.length == 0 ? List.<SliceChannel>of() : pull.peer().slices()) {
-            pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), state.observer));
+            pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), segments, state.observer));
         }
         pull.moveTo(PullState.READING, null);
         state.reading.add(pull);

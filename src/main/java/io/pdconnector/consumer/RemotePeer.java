@@ -2,6 +2,7 @@ package io.pdconnector.consumer;
 
 import io.pdconnector.config.ConsumerConfig;
 import io.pdconnector.kv.HeadSlice;
+import io.pdconnector.kv.KvGroups;
 import io.pdconnector.kv.ModelGeometry;
 import io.pdconnector.kv.TpMapping;
 import io.pdconnector.error.IncompatiblePeerException;
@@ -135,30 +136,43 @@ final class RemotePeer {
     private SliceChannel prepareSlice(HeadSlice s, ConsumerRank rank, String remoteAgent, ConsumerConfig config) {
         ModelGeometry g = config.geometry();
         HandshakeMetadata m = ranks.get(s.prefillRank());
-        int runs = s.runsPerBlock(g, m.tpSize(), config.tpSize());
-        long runBytes = s.runBytes(g, m.tpSize(), config.tpSize());
+        int ptp = m.tpSize();
+        int dtp = config.tpSize();
+        int runs = s.runsPerBlock(g, ptp, dtp);
+        long[] runBytes = new long[runs];
+        long[] prefillOffsets = new long[runs];
+        long[] decodeOffsets = new long[runs];
+        for (int r = 0; r < runs; r++) {
+            runBytes[r] = s.runBytes(g, ptp, dtp, r);
+            prefillOffsets[r] = s.prefillOffset(g, ptp, dtp, r);
+            decodeOffsets[r] = s.decodeOffset(g, ptp, dtp, r);
+        }
         // P's KV and D's may each be host or GPU memory; NIXL reads across the two
         DescriptorList remote = new DescriptorList(m.descriptorCount(runs, config.maxPeerDescriptors()),
                 m.kvInVram() ? MemoryType.VRAM : MemoryType.DRAM, m.kvDevice());
         for (int b = 0; b < m.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
-                remote.add(m.kvBase() + b * m.blockBytes() + s.prefillOffset(g, m.tpSize(), config.tpSize(), r),
-                        runBytes);
+                remote.add(m.kvBase() + b * m.blockBytes() + prefillOffsets[r], runBytes[r]);
             }
         }
-        long localBlockBytes = g.blockBytes(config.tpSize());
+        long localBlockBytes = g.blockBytes(dtp);
         DescriptorList local = new DescriptorList(Math.multiplyExact(config.numBlocks(), runs),
                 rank.kv().memoryType(), rank.kv().deviceId());
         for (int b = 0; b < config.numBlocks(); b++) {
             for (int r = 0; r < runs; r++) {
-                local.add(rank.kv().address() + b * localBlockBytes
-                        + s.decodeOffset(g, m.tpSize(), config.tpSize(), r), runBytes);
+                local.add(rank.kv().address() + b * localBlockBytes + decodeOffsets[r], runBytes[r]);
             }
+        }
+        KvGroups groups = g.groupLayout();
+        int[] runsOfSegments = new int[groups.segments() + 1];
+        for (int k = 0; k <= groups.segments(); k++) {
+            runsOfSegments[k] = s.runsOfSegments(g, ptp, dtp, k);
         }
         TransferAgent agent = rank.agent();
         var preparedRemote = agent.prepareRemote(remoteAgent, remote);
         try {
-            return new SliceChannel(s, rank, remoteAgent, runs, preparedRemote, agent.prepareLocal(local));
+            return new SliceChannel(s, rank, remoteAgent, runs, runsOfSegments, preparedRemote,
+                    agent.prepareLocal(local));
         } catch (RuntimeException e) {
             agent.release(preparedRemote);
             throw e;

@@ -17,9 +17,10 @@ import java.util.HexFormat;
  * <p>With {@link KvAttention#MLA} a layer holds one plane, the latent ({@code kvHeads} 1, {@code headDim} its
  * width): {@code [layer][latent][token][dim]}, the same on every rank ({@link #kvRanks}).
  *
- * <p>{@code kvGroups} names the KV cache groups the engine keeps a request's blocks in, in order ({@code full}, or
- * {@code window:<tokens>} for a sliding-window group, whose older blocks the engine drops and whose layers a
- * transfer fills for the window only); null where the engine has one group of full attention.
+ * <p>{@code kvGroups} names the KV cache groups the engine keeps a request's blocks in, in order, each {@code full}
+ * or {@code window:<tokens>} for a sliding-window group (whose older blocks the engine drops), then {@code /<layers>};
+ * null where the engine has one group of full attention. With groups a block's layers lie by group
+ * ({@link KvGroups}), and a reader reads a window group's layers of a request's last blocks only.
  *
  * <p>{@code kvScales} fingerprints a quantized (fp8) cache's per-layer K and V scales, which the engine multiplies
  * the bytes by: the same bytes under other scales are other values. Null where every scale is 1.0 (the engine's
@@ -29,7 +30,8 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
         KvAttention attention, String kvGroups, String kvScales) {
 
     /** The KV cache groups as the configuration takes them: each {@code full} or {@code window:<tokens>}. */
-    public static final String KV_GROUPS = "(full|window:[1-9][0-9]{0,6})(,(full|window:[1-9][0-9]{0,6})){0,63}";
+    public static final String KV_GROUPS =
+            "(full|window:[1-9][0-9]{0,6})/[1-9][0-9]{0,3}(,(full|window:[1-9][0-9]{0,6})/[1-9][0-9]{0,3}){0,63}";
 
     /**
      * A quantized cache's scales as the configuration takes them: {@code unit} (every scale 1.0, as unset) or the
@@ -62,7 +64,10 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
         }
         if (kvGroups != null && !kvGroups.matches(KV_GROUPS)) {
             throw new IllegalArgumentException("KV cache groups " + kvGroups
-                    + " are not a list of full and window:<tokens>");
+                    + " are not a list of full/<layers> and window:<tokens>/<layers>");
+        }
+        if (kvGroups != null) {
+            KvGroups.parse(kvGroups, layers); // refuses groups whose layers are not the model's
         }
         kvScales = "unit".equals(kvScales) ? null : kvScales; // unit scales hash and are written as no scales
         if (kvScales != null && !kvScales.matches(KV_SCALES)) {
@@ -130,6 +135,16 @@ public record ModelGeometry(int layers, int kvHeads, int headDim, int blockToken
 
     /** Bytes of one block on one rank of a {@code tp}-way instance. */
     public long blockBytes(int tp) {
+        return layerBytes(layers, tp);
+    }
+
+    /** How a block's layers lie by KV cache group: one segment of every layer where the groups are unnamed. */
+    public KvGroups groupLayout() {
+        return kvGroups == null ? KvGroups.whole(layers) : KvGroups.parse(kvGroups, layers);
+    }
+
+    /** Bytes of {@code layers} layers of one block on one rank of a {@code tp}-way instance. */
+    public long layerBytes(int layers, int tp) {
         return (long) layers * attention.planes() * headsPerRank(tp) * headRunBytes();
     }
 

@@ -87,22 +87,22 @@ class HandshakeKvDtypeTest {
 
     @Test
     void kvCacheGroupsArePartOfTheHandshakeAndUnsetOnesAreWrittenAsBefore() {
-        ModelGeometry gemma = new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:64,full");
-        ModelGeometry wider = new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:128,full");
+        ModelGeometry gemma = new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:64/1,full/1");
+        ModelGeometry wider = new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:128/1,full/1");
         ModelGeometry one = new ModelGeometry(2, 2, 8, 4, 2);
         assertNotEquals(gemma.compatHash(V), wider.compatHash(V), "another window is another model's cache");
         assertNotEquals(gemma.compatHash(V), one.compatHash(V));
         assertEquals(one.compatHash(V), new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, null).compatHash(V));
         IncompatiblePeerException e = assertThrows(IncompatiblePeerException.class,
                 () -> rank(wider).requireCompatible(gemma, V));
-        assertTrue(e.getMessage().contains("kvGroups=window:128,full") && e.getMessage().contains("kvGroups=window:64,full"),
-                e.getMessage());
-        assertEquals("window:64,full", codec.decode(codec.encode(record(rank(gemma)))).ranks().getFirst().geometry()
+        assertTrue(e.getMessage().contains("kvGroups=window:128/1,full/1")
+                && e.getMessage().contains("kvGroups=window:64/1,full/1"), e.getMessage());
+        assertEquals("window:64/1,full/1", codec.decode(codec.encode(record(rank(gemma)))).ranks().getFirst().geometry()
                 .kvGroups());
         assertFalse(codec.toText(record(rank(one))).contains("kvGroups"), "a record of one group is today's");
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
-                () -> new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:0,full"));
-        assertTrue(bad.getMessage().contains("not a list of full and window:<tokens>"), bad.getMessage());
+                () -> new ModelGeometry(2, 2, 8, 4, 2, null, KvAttention.MHA, "window:0/1,full/1"));
+        assertTrue(bad.getMessage().contains("not a list of full/<layers> and window:<tokens>/<layers>"), bad.getMessage());
     }
 
     @Test

@@ -33,8 +33,8 @@ public record KvLayoutResponse(
                 "the KV cache's element type by name (pd.model.kv-dtype: bfloat16, float16, float32, fp8_e4m3,"
                         + " fp8_e5m2); absent when only its width is configured") String kvDtype,
         @JsonProperty("kv_groups") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
-                "the KV cache groups (pd.model.kv-groups): full or window:<tokens> each, in order; absent for one"
-                        + " group of full attention") String kvGroups,
+                "the KV cache groups (pd.model.kv-groups): full or window:<tokens>, then /<layers>, each, in order;"
+                        + " absent for one group of full attention") String kvGroups,
         @JsonProperty("kv_scales") @JsonInclude(JsonInclude.Include.NON_NULL) @Schema(nullable = true, description =
                 "a quantized cache's per-layer scales by fingerprint (pd.model.kv-scales: 16 hex digits); absent"
                         + " when every scale is 1.0 or the cache is not quantized") String kvScales,

@@ -3,6 +3,7 @@ package io.pdconnector.api.openai;
 import io.pdconnector.api.DecoderPulls;
 import io.pdconnector.api.problem.HostKv;
 import io.pdconnector.api.problem.ProblemException;
+import io.pdconnector.api.problem.WholeBlocks;
 import io.pdconnector.consumer.ConsumerFacade;
 import io.pdconnector.error.InvalidInputException;
 import io.pdconnector.error.UnavailableException;
@@ -73,6 +74,7 @@ class ReferenceGeneration {
     private Generation decodeFromRemote(String requestId, int[] prompt, int n, KvTransferParams params) {
         ConsumerFacade consumer = runtime.consumer().orElseThrow(() -> ProblemException.roleNotServed("consumer"));
         HostKv.require(runtime.config(), "the reference engine's decode");
+        WholeBlocks.require(runtime.config(), "the reference engine's decode");
         try {
             pulls.pull(requestId, prompt, params);
         } catch (UnavailableException e) {
