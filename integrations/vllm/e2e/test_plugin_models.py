@@ -198,8 +198,15 @@ def test_a_reused_request_ids_late_reader_is_declined_and_the_new_attempt_served
     (late_status, late), (second_status, second) = reuse(model.p.url, decoder.d.url, model.reproducer(),
                                                          f"{model.arch}-fail", (one.prompt, two.prompt))
     assert_failed_with_lease_reason(late_status, late, decoder, before)
-    assert second_status == 200 and answer_text(second) == model.reference(two)[1], \
-        f"attempt 2's reader: {second_status} {second}"
+    assert second_status == 200, f"attempt 2's reader: {second_status} {second}"
+    if PREFIX_CACHE_OFF not in model.p.process.log_text():
+        assert answer_text(second) == model.reference(two)[1], f"attempt 2's reader: {second}"
+        return
+    # no instance computes the last token as D does here (test_pd_answers_...): attempt 2's KV is compared instead
+    saved, loaded = model.digests("P"), model.digests("D")
+    (rid,) = [r for r in loaded if f"{model.arch}-fail-reused-id" in r]
+    assert loaded[rid] == saved.get(rid), f"attempt 2's KV on D is not what P saved for it: {loaded[rid]}"
+    print(f"\n{model.arch}: attempt 2's answer not compared (vLLM keeps no prefix cache here); its KV digest is P's")
 
 
 TP_LEASE_S = 300
