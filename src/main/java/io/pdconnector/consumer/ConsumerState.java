@@ -1,6 +1,7 @@
 package io.pdconnector.consumer;
 
 import io.pdconnector.config.ConsumerConfig;
+import io.pdconnector.kv.KvGroups;
 import io.pdconnector.error.UnknownRequestException;
 import io.pdconnector.memory.IndexPool;
 import io.pdconnector.reference.ReferenceEngine;
@@ -22,6 +23,8 @@ import java.util.Map;
 final class ConsumerState {
 
     final ConsumerConfig config;
+    /** How a block's layers lie by KV cache group, parsed once: every pull's READs ask it. */
+    final KvGroups groups;
     final InstantSource clock;
     final PullObserver observer;
     final LeaseVerification verification;
@@ -56,6 +59,7 @@ final class ConsumerState {
         this.quarantine = new Quarantine(blocks, counters);
         this.pinned = new PinnedBlocks(blocks);
         this.reference = new ReferenceEngine(config.geometry());
+        this.groups = config.geometry().groupLayout();
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.pdconnector.consumer;
 
-import io.pdconnector.kv.ModelGeometry;
 import java.util.List;
 
 /**
@@ -39,8 +38,7 @@ final class PullStarter {
             decider.decide(pull, DeclineReason.NO_LEASE);
             return 1;
         }
-        ModelGeometry g = state.config.geometry();
-        int[] segments = g.groupLayout().segmentsNeeded(local.length, g.blockTokens());
+        int[] segments = state.groups.segmentsNeeded(local.length, state.config.geometry().blockTokens());
         for (SliceChannel channel : local.length == 0 ? List.<SliceChannel>of() : pull.peer().slices()) {
             pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), segments, state.observer));
         }
