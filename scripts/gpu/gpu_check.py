@@ -13,12 +13,13 @@ required check passed, 1 if one failed, 2 if the checks did not run (no GPU here
    opened by the plugin's gpu_pool.IpcPool (UUID checked), filled by the plugin's gather, read back and
    hashed by the exporter; the mapping's release refused while a view lives; closed before the exporter
    frees; a pool named with another GPU's UUID refused; expandable segments refused.
-3. nixl (optional): if NIXL's Python package imports here (a carried wheel, docs/gpu.md), the exporter also
-   registers its pool with NIXL as VRAM and a second agent in this process READs it into VRAM of its own;
-   the bytes and the bandwidth are checked (a READ far under NVLink/PCIe speed means a host path, TCP).
-   Without NIXL it says DID NOT RUN and counts as neither pass nor failure.
-4. worker: the plugin's worker (PdWorker, kv_places.PoolKv) as vLLM runs it under pd.kv.memory=vram, over a pool
+3. worker: the plugin's worker (PdWorker, kv_places.PoolKv) as vLLM runs it under pd.kv.memory=vram, over a pool
    the exporter allocated: P's save lands in the pool, D's load scatters it back (worker_check.py).
+4. services: P's and D's pd-connectors from the GPU bundle (its jlinked runtime, the app, the NIXL libraries the
+   service and the image load) with pd.kv.memory=vram on this GPU, the plugin's PdWorker saving into P's pool and
+   loading D's pulls through the real HTTP client: ten pulls of 96 MB, bytes compared, the transport D learned
+   from UCX, the READ rate, both JVMs' RSS, the GPU memory given back (service_check.py). Twice: with UCX as
+   deployed, and with UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y (cuda_ipc GETs on where NVML sees no active NVLink).
 """
 
 from __future__ import annotations
@@ -172,8 +173,8 @@ def check_copy_speed(torch):
 class Exporter:
     """The child process that plays pd-connector's VramPool (allocate, zero, export; read back; free)."""
 
-    def __init__(self, nbytes: int, uuid: str, nixl: bool = False):
-        cmd = [sys.executable, os.path.abspath(__file__), "--export", str(nbytes), uuid] + (["--nixl"] if nixl else [])
+    def __init__(self, nbytes: int, uuid: str):
+        cmd = [sys.executable, os.path.abspath(__file__), "--export", str(nbytes), uuid]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.hello = self.read()
@@ -199,7 +200,7 @@ class Exporter:
                 raise AssertionError(f"the exporter exited with {self.proc.returncode}")
 
 
-def export_main(nbytes: int, uuid: str, nixl: bool) -> int:
+def export_main(nbytes: int, uuid: str) -> int:
     """--export: pd-connector's side, with the driver calls io.pdconnector.cuda.VramPool makes, in its order."""
     from pd_connector_vllm.gpu_pool import LibCuda
 
@@ -210,14 +211,8 @@ def export_main(nbytes: int, uuid: str, nixl: bool) -> int:
     cuda.set_current(ctx)
     ptr = cuda.alloc(nbytes)
     cuda.memset(ptr, 0, nbytes)
-    agent = reg = None
-    if nixl:
-        agent, reg = nixl_register(ptr, nbytes, ordinal)
     handle = cuda.ipc_handle(ptr)
     hello = {"handle": handle.hex(), "nbytes": nbytes, "ordinal": ordinal, "ptr": ptr}
-    if agent is not None:
-        hello["nixl_metadata"] = agent.get_agent_metadata().hex()
-        hello["nixl_agent"] = agent.name
     print(json.dumps(hello), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -225,8 +220,6 @@ def export_main(nbytes: int, uuid: str, nixl: bool) -> int:
             data = cuda.copy_to_host(ptr, nbytes)
             print(json.dumps({"sha256": hashlib.sha256(data).hexdigest()}), flush=True)
         elif cmd["cmd"] == "free":
-            if agent is not None:
-                agent.deregister_memory(reg)  # deregister, then free: the pool's order
             cuda.free(ptr)
             cuda.release_primary(device)
             print(json.dumps({"freed": True}), flush=True)
@@ -296,92 +289,33 @@ def info_expandable_segments(torch):
               flush=True)
 
 
-# ---- 3. nixl (optional) --------------------------------------------------------------------------------------
-
-
-def import_nixl():
-    for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
-        try:
-            return __import__(name, fromlist=["nixl_agent"])
-        except ImportError:
-            continue
-    raise DidNotRun("NIXL's Python package does not import here (optional: docs/gpu.md says how to carry a "
-                    "nixl-cu13 wheel subset for this check)")
-
-
-def nixl_register(ptr: int, nbytes: int, ordinal: int):
-    api = import_nixl()
-    agent = api.nixl_agent(f"gpu-check-p-{os.getpid()}", api.nixl_agent_config(backends=["UCX"]))
-    reg = agent.register_memory([(ptr, nbytes, ordinal, "")], "VRAM")
-    return agent, reg
-
-
-def check_nixl(torch, uuid):
-    api = import_nixl()
-    nbytes = 256 << 20
-    exporter = Exporter(nbytes, uuid, nixl=True)
-    try:
-        hello = exporter.hello
-        if "nixl_metadata" not in hello:
-            raise AssertionError("the exporter registered nothing with NIXL")
-        local = torch.zeros(nbytes, dtype=torch.uint8, device="cuda")
-        agent = api.nixl_agent(f"gpu-check-d-{os.getpid()}", api.nixl_agent_config(backends=["UCX"]))
-        reg = agent.register_memory([(local.data_ptr(), nbytes, 0, "")], "VRAM")
-        peer = agent.add_remote_agent(bytes.fromhex(hello["nixl_metadata"]))
-        # the exporter's pool was zeroed; fill a pattern through the IPC mapping first, so the READ has bytes to show
-        from pd_connector_vllm.gpu_pool import IpcPool, LibCuda
-        pool = IpcPool(LibCuda(), bytes.fromhex(hello["handle"]), nbytes, uuid, torch.device("cuda", 0))
-        view = pool.blocks(torch.uint8, (nbytes,))
-        view.copy_(torch.arange(nbytes, device="cuda", dtype=torch.int64).remainder(251).to(torch.uint8))
-        torch.cuda.synchronize()
-        del view
-        pool.close()
-        local_descs = agent.get_xfer_descs([(local.data_ptr(), nbytes, 0)], "VRAM")
-        # the exporter's own address of its pool: what its NIXL registration covers
-        remote = agent.get_xfer_descs([(int(hello["ptr"]), nbytes, int(hello["ordinal"]))], "VRAM")
-        handle = agent.initialize_xfer("READ", local_descs, remote, peer)
-        t0 = time.perf_counter()
-        state = agent.transfer(handle)
-        while state == "PROC":
-            state = agent.check_xfer_state(handle)
-        seconds = time.perf_counter() - t0
-        if state != "DONE":
-            raise AssertionError(f"the VRAM READ ended {state}")
-        want = torch.arange(nbytes, device="cuda", dtype=torch.int64).remainder(251).to(torch.uint8)
-        if not torch.equal(local, want):
-            raise AssertionError("the VRAM READ brought other bytes")
-        gbps = nbytes / seconds / 1e9
-        agent.release_xfer_handle(handle)
-        agent.deregister_memory(reg)
-        if gbps < 10:
-            raise AssertionError(f"VRAM READ at {gbps:.2f} GB/s: UCX took a host path (TCP or staged copies), not "
-                                 "cuda_ipc")
-        return f"{nbytes} B READ VRAM->VRAM across processes in {seconds * 1e3:.1f} ms ({gbps:.0f} GB/s)"
-    finally:
-        exporter.finish()
-
-
 # ---- main ----------------------------------------------------------------------------------------------------
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--export", nargs=2, metavar=("NBYTES", "UUID"))
-    parser.add_argument("--nixl", action="store_true")
+    parser.add_argument("--bundle", default=os.path.join(ROOT, "target", "gpu-bundle", "pd-gpu-bundle.tar.zst"),
+                        help="the GPU bundle (scripts/gpu-bundle.sh) the services check runs pd-connector from")
+    parser.add_argument("--logs", default=os.path.join(ROOT, "target", "gpu-check"),
+                        help="where the services check keeps both pd-connectors' logs")
     parser.add_argument("--dry-run-on-cpu", action="store_true",
                         help="this script's own test where no GPU is: the copy checks on CPU tensors; proves nothing "
                              "about a GPU and says so")
     args = parser.parse_args()
     if args.export:
-        return export_main(int(args.export[0]), args.export[1], args.nixl)
+        return export_main(int(args.export[0]), args.export[1])
     if args.dry_run_on_cpu:
         import torch
         from kv_cases import CASES
         for case in CASES:
             run_check(f"copies {case.name} (CPU dry run)", check_copies, torch, case, torch.bfloat16, "cpu")
+        from service_check import check_services
+        run_check("services from the bundle (CPU dry run: dram, CPU caches)", check_services, torch, args.bundle,
+                  "dram", args.logs)
         failed = [n for s, n, _ in RESULTS if s == "FAIL"]
-        print(f"GPU CHECK DRY RUN ON CPU {'FAILED' if failed else 'ran'}: the script's copy checks on CPU tensors; "
-              "NOTHING WAS CHECKED ON A GPU", flush=True)
+        print(f"GPU CHECK DRY RUN ON CPU {'FAILED' if failed else 'ran'}: the script's copy checks on CPU tensors and "
+              "its services check in host memory; NOTHING WAS CHECKED ON A GPU", flush=True)
         return 1 if failed else 2
     started = time.time()
     try:
@@ -402,9 +336,13 @@ def main() -> int:
         info_expandable_segments(torch)
     except Exception as e:  # noqa: BLE001 - information only
         print(f"INFO expandable segments not probed: {e}", flush=True)
-    run_check("nixl VRAM registration and READ (optional)", check_nixl, torch, uuid)
     from worker_check import check_worker
     run_check("worker P save and D load through an exported pool", check_worker, torch, uuid, Exporter)
+    from service_check import check_services
+    run_check("services from the bundle, UCX as deployed", check_services, torch, args.bundle, "vram",
+              os.path.join(args.logs, "as-deployed"))
+    run_check("services from the bundle, UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y", check_services, torch, args.bundle,
+              "vram", os.path.join(args.logs, "get-zcopy"), {"UCX_CUDA_IPC_ENABLE_GET_ZCOPY": "y"})
     failed = [n for s, n, _ in RESULTS if s == "FAIL"]
     passed = [n for s, n, _ in RESULTS if s == "PASS"]
     skipped = [n for s, n, _ in RESULTS if s == "DID NOT RUN"]

@@ -42,6 +42,17 @@ t0=$SECONDS
 echo "vllm-ci: plugin tests took $((SECONDS - t0)) s"
 
 t0=$SECONDS
+# The GPU check's own test where no GPU is (docs/gpu.md, "The GPU check"): its copy checks on CPU tensors and its
+# services check with two pd-connectors from the GPU bundle (the gpu-bundle stage built it) in host memory. It
+# exits 2 when everything it ran passed (it checked no GPU), 1 on a failure.
+rc=0
+PYTHON=$PD_VLLM_PYTHON bash scripts/gpu-check.sh --dry-run-on-cpu --logs "$out/gpu-check-dry-run" \
+  | tee "$out/gpu-check-dry-run.out" || rc=$?
+[ "$rc" -eq 2 ] && grep -q '^PASS services from the bundle' "$out/gpu-check-dry-run.out" \
+  || fail "the GPU check's dry run on CPU failed (exit $rc): $out/gpu-check-dry-run.out"
+echo "vllm-ci: GPU check dry run on CPU took $((SECONDS - t0)) s"
+
+t0=$SECONDS
 # The tensor-parallel fleets (test_tp_*.py, marker tp) run only when asked: PD_E2E_TP=1. On this 2-core VM the
 # first pull of a fresh TP 2 D has come with stalls of the whole machine (tens of seconds, up to minutes) in which
 # the pull missed the plugin's deadline (docs/vllm.md, "Tensor-parallel fleets").

@@ -60,6 +60,7 @@ public record ConnectorSettings(ModelGeometry geometry, ProducerConfig producer,
                 .maxPeers(c.maxPeers())
                 .commandQueueCapacity(pd.http().queueCapacity())
                 .kvShmDir(Path.of(pd.kv().shmDir()))
+                .vramHostPathAllowed(pd.kv().vramHostPath() == VramHostPath.allow)
                 .build();
     }
 

@@ -27,7 +27,8 @@ public record ConsumerConfig(
         int maxPeerDescriptors,
         int maxPeers,
         int commandQueueCapacity,
-        Path kvShmDir) implements InstanceScoped {
+        Path kvShmDir,
+        boolean vramHostPathAllowed) implements InstanceScoped {
 
     /** Lease duration / 6 of the default 30 s lease, as {@code pd.consumer.heartbeat-interval} defaults. */
     public static final Duration DEFAULT_HEARTBEAT = LeaseSettings.DEFAULT_DURATION.dividedBy(6);
@@ -91,6 +92,7 @@ public record ConsumerConfig(
         private int maxPeers = 64;
         private int commandQueueCapacity = 1024;
         private Path kvShmDir;
+        private boolean vramHostPathAllowed;
 
         private Builder(String engineId) {
             this.engineId = engineId;
@@ -179,10 +181,17 @@ public record ConsumerConfig(
             return this;
         }
 
+        /** pd.kv.vram-host-path=allow: READs of GPU memory are served over a host path too. */
+        public Builder vramHostPathAllowed(boolean allowed) {
+            this.vramHostPathAllowed = allowed;
+            return this;
+        }
+
         public ConsumerConfig build() {
             return new ConsumerConfig(new InstanceSettings(engineId, tpSize, geometry), numBlocks, verification,
                     failurePolicy, heartbeatInterval, pullTimeout, retention, slotReadSpins, slotChecksPerRead,
-                    maxPeerBlocks, maxPeerDescriptors, maxPeers, commandQueueCapacity, kvShmDir);
+                    maxPeerBlocks, maxPeerDescriptors, maxPeers, commandQueueCapacity, kvShmDir,
+                    vramHostPathAllowed);
         }
     }
 }

@@ -50,6 +50,16 @@ public interface KvConfig {
      * several (a pod whose containers share one GPU claim). Never an ordinal: ordinals are renumbered per
      * container. Unset: no GPU (required with {@code vram}).
      */
+    /**
+     * What D does when UCX reports that a READ of GPU memory ({@code memory=vram} on either side) takes a host
+     * path (TCP, shared host memory, copies through host buffers) instead of {@code cuda_ipc} or GPUDirect RDMA:
+     * {@code refuse}, the default, declines that pull and refuses the peer's later pulls with a sentence naming the
+     * cause, until the peer restarts; {@code allow} serves them at host speed. Either way the transport each
+     * READ took is logged once and exported as {@code pd_kv_read_transport}.
+     */
+    @WithDefault("refuse")
+    VramHostPath vramHostPath();
+
     Optional<List<@Pattern(regexp = "sole-visible|(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
             String>> gpuUuid();
 }

@@ -27,6 +27,8 @@ final class ConsumerState {
     final KvGroups groups;
     final InstantSource clock;
     final PullObserver observer;
+    /** What each channel's READs take, learned on this loop ({@link ReadTransports}). */
+    final ReadTransports transports;
     final LeaseVerification verification;
     final ConsumerCounters counters = new ConsumerCounters();
     final IndexPool blocks;
@@ -54,6 +56,7 @@ final class ConsumerState {
         this.config = config;
         this.clock = clock;
         this.observer = observer;
+        this.transports = new ReadTransports(this, System.getenv());
         this.verification = new LeaseVerification(config.leaseVerification());
         this.blocks = new IndexPool("block", config.numBlocks());
         this.quarantine = new Quarantine(blocks, counters);

@@ -1,5 +1,6 @@
 package io.pdconnector.consumer;
 
+import io.pdconnector.error.IncompatiblePeerException;
 import io.pdconnector.error.PdException;
 import io.pdconnector.error.UnavailableException;
 import io.pdconnector.error.UntrustedPeerException;
@@ -57,6 +58,9 @@ final class PeerHandshake {
             throw UntrustedPeerException.unknown(engineId);
         }
         if (known != null && known.epoch().equals(current.epoch())) {
+            if (known.refusal() != null) {
+                throw IncompatiblePeerException.vramHostPath(known.refusal());
+            }
             return known;
         }
         state.counters.handshakesOnPull.incrementAndGet();
@@ -122,6 +126,7 @@ final class PeerHandshake {
             }
         }
         state.peers.remove(peer.engineId());
+        state.observer.readTransportsForgotten(peer.engineId());
         peer.release();
     }
 }

@@ -41,6 +41,7 @@ final class PullStarter {
         int[] segments = state.groups.segmentsNeeded(local.length, state.config.geometry().blockTokens());
         for (SliceChannel channel : local.length == 0 ? List.<SliceChannel>of() : pull.peer().slices()) {
             pull.addRead(BlockRead.post(channel, local, pull.remoteBlocks(), segments, state.observer));
+            state.transports.posted(pull.peer(), channel);
         }
         pull.moveTo(PullState.READING, null);
         state.reading.add(pull);

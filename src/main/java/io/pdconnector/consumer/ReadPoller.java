@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * Polls the block READs of every READING pull. A pull moves on only once all its READs are
  * terminal (L9, {@link Pull#pollReads}), so no READ can still land in blocks D has given away:
- * one failed READ declines it as transfer_failed; otherwise it waits for the slot check, or is
+ * one failed READ, or a peer refused for the path its READs took ({@link ReadTransports}), declines it as
+ * transfer_failed; otherwise it waits for the slot check, or is
  * received at once without verification (L10).
  */
 final class ReadPoller {
@@ -50,7 +51,7 @@ final class ReadPoller {
     }
 
     private void readsEnded(Pull pull) {
-        if (pull.anyReadFailed()) {
+        if (pull.anyReadFailed() || pull.peer().refusal() != null) {
             decider.decide(pull, DeclineReason.TRANSFER_FAILED);
         } else if (!state.verification.checksSlots()) {
             decider.decide(pull, null);

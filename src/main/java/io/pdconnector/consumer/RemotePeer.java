@@ -15,6 +15,7 @@ import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -40,6 +41,8 @@ final class RemotePeer {
     private final Set<Pull> undecided = new LinkedHashSet<>();
     private long nextHeartbeatAt = Long.MAX_VALUE;
     private Predicate<String> loadedByAnother = name -> false;
+    private final Map<SliceChannel, ReadTransports.ChannelTransport> transports = new IdentityHashMap<>();
+    private String refusal;
 
     private RemotePeer(ProducerIncarnation incarnation, TpMapping mapping, List<ConsumerRank> decodeRanks) {
         this.engineId = incarnation.engineId();
@@ -168,10 +171,11 @@ final class RemotePeer {
         for (int k = 0; k <= groups.segments(); k++) {
             runsOfSegments[k] = s.runsOfSegments(g, ptp, dtp, k);
         }
+        long minReadBytes = java.util.Arrays.stream(runBytes).min().orElseThrow();
         TransferAgent agent = rank.agent();
         var preparedRemote = agent.prepareRemote(remoteAgent, remote);
         try {
-            return new SliceChannel(s, rank, remoteAgent, runs, runsOfSegments, preparedRemote,
+            return new SliceChannel(s, rank, remoteAgent, runs, runsOfSegments, minReadBytes, preparedRemote,
                     agent.prepareLocal(local));
         } catch (RuntimeException e) {
             agent.release(preparedRemote);
@@ -230,6 +234,23 @@ final class RemotePeer {
 
     Set<Pull> undecided() {
         return undecided;
+    }
+
+    /** What {@code channel}'s READs were reported to take (made on first use). */
+    ReadTransports.ChannelTransport transport(SliceChannel channel) {
+        return transports.computeIfAbsent(channel, c -> new ReadTransports.ChannelTransport());
+    }
+
+    /** From now on no pull of this incarnation is served: {@code why} is the sentence its callers get. */
+    void refuse(String why) {
+        if (refusal == null) {
+            refusal = why;
+        }
+    }
+
+    /** Why this incarnation is refused, or null. */
+    String refusal() {
+        return refusal;
     }
 
     /** A newly heartbeated request is covered at once, not an interval later. */

@@ -7,10 +7,11 @@ import io.pdconnector.transfer.PreparedDescriptors;
  * The prepared lists one decode rank reads one prefill rank's head slice with: entry
  * {@code block * runs + run} of either list is that run of that block, so a READ's indices pair up.
  * {@code runsOfSegments[k]} is how many leading runs of a block hold its first {@code k} KV cache group segments:
- * a block a window group has left is read without that group's layers.
+ * a block a window group has left is read without that group's layers. {@code minReadBytes} is its shortest run:
+ * the smallest READ UCX is asked for on it.
  */
 record SliceChannel(HeadSlice slice, ConsumerRank rank, String remoteAgent, int runs, int[] runsOfSegments,
-        PreparedDescriptors remote, PreparedDescriptors local) {
+        long minReadBytes, PreparedDescriptors remote, PreparedDescriptors local) {
 
     /**
      * The list entries of {@code blocks}, block {@code i} with its first {@code segments[i]} segments: the block

@@ -4,6 +4,15 @@ package io.pdconnector.error;
 public non-sealed class IncompatiblePeerException extends PdException {
 
     public IncompatiblePeerException(String message) {
-        super("incompatible-peer", message, null, null);
+        this("incompatible-peer", message);
+    }
+
+    private IncompatiblePeerException(String reason, String message) {
+        super(reason, message, null, null);
+    }
+
+    /** The peer's GPU memory reaches this decoder only over a host path, which pd.kv.vram-host-path refuses. */
+    public static IncompatiblePeerException vramHostPath(String message) {
+        return new IncompatiblePeerException("vram-host-path", message);
     }
 }

@@ -20,7 +20,9 @@ import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToDoubleFunction;
@@ -58,6 +60,8 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
     private final Timer leaseDuration;
     private final Map<DeclineReason, Counter> declines = new EnumMap<>(DeclineReason.class);
     private final Map<String, Timer> steps;
+    /** pd_kv_read_transport, one per (peer, decode rank, prefill rank): replaced when what the READs take changes. */
+    private final Map<List<Object>, Gauge> readTransports = new ConcurrentHashMap<>();
 
     public ConnectorMetrics(MeterRegistry registry, PdConfig config) {
         this.registry = registry;
@@ -211,6 +215,31 @@ public class ConnectorMetrics implements LeaseObserver, PullObserver {
 
     private void gauge(String name, String help, LoopGauges g, ToDoubleFunction<LoopGauges> f) {
         Gauge.builder(name, g, f).description(help).register(registry);
+    }
+
+    @Override
+    public void readTransport(String peer, int decodeRank, int prefillRank, String kvMemory, String transport) {
+        Gauge gauge = Gauge.builder("pd_kv_read_transport", () -> 1)
+                .tags("peer", peer, "decode_rank", Integer.toString(decodeRank), "prefill_rank",
+                        Integer.toString(prefillRank), "kv_memory", kvMemory, "transport", transport)
+                .description("The transport UCX reported for a decode rank's READs of a producer rank's KV (1 per"
+                        + " channel; the transports joined with +, or undetermined)")
+                .register(registry);
+        Gauge old = readTransports.put(List.of(peer, decodeRank, prefillRank), gauge);
+        if (old != null && !old.getId().equals(gauge.getId())) {
+            registry.remove(old);
+        }
+    }
+
+    @Override
+    public void readTransportsForgotten(String peer) {
+        readTransports.entrySet().removeIf(e -> {
+            if (e.getKey().getFirst().equals(peer)) {
+                registry.remove(e.getValue());
+                return true;
+            }
+            return false;
+        });
     }
 
     @Override

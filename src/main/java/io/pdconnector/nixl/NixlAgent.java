@@ -8,6 +8,7 @@ import io.pdconnector.transfer.DeviceMemory;
 import io.pdconnector.transfer.DeviceRegion;
 import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
+import io.pdconnector.transfer.ReadPath;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
@@ -17,6 +18,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * A NIXL agent with its UCX backend. Arguments are checked in Java, here and in the collaborator
@@ -68,6 +70,13 @@ final class NixlAgent implements TransferAgent, DeviceMemory {
     @Override
     public String name() {
         return name;
+    }
+
+    /** UCX names its worker after the agent, so its tables name this agent ({@link UcxProtocolLog}). */
+    @Override
+    public List<ReadPath> readPaths() {
+        enter();
+        return NativeLoader.protocolLog().drain(name);
     }
 
     @Override

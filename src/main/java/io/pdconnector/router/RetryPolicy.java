@@ -15,6 +15,11 @@ public final class RetryPolicy {
     /** D's decline reasons that a new prefill can cure. */
     public static final Set<String> RETRIED_DECLINES = Set.of("lease_mismatch", "slot_read_failed", "no_lease",
             "transfer_failed", "peer_restarted", "peer_gone", "unknown_peer");
+    /**
+     * D refuses this P because it reads P's GPU memory only over a host path (pd.kv.vram-host-path): another P may
+     * be reached over a GPU transport.
+     */
+    public static final String VRAM_HOST_PATH = "vram_host_path";
     public static final String PREFILL_FAILED = "prefill_failed";
     public static final String DECODE_FAILED = "decode_failed";
 
@@ -32,6 +37,9 @@ public final class RetryPolicy {
         if (f.leg() == Failure.Leg.DECODE && f.status() == 409 && f.reason() != null
                 && RETRIED_DECLINES.contains(f.reason())) {
             return Optional.of(f.reason());
+        }
+        if (f.leg() == Failure.Leg.DECODE && f.status() == 422 && "vram-host-path".equals(f.reason())) {
+            return Optional.of(VRAM_HOST_PATH);
         }
         return Optional.empty();
     }
@@ -51,7 +59,8 @@ public final class RetryPolicy {
 
     /** Whether the next attempt should avoid this attempt's P (else its D). */
     public static boolean blamesProducer(Failure f) {
-        return f.leg() == Failure.Leg.PREFILL || retryReason(f).filter(RETRIED_DECLINES::contains).isPresent();
+        return f.leg() == Failure.Leg.PREFILL || retryReason(f)
+                .filter(r -> RETRIED_DECLINES.contains(r) || r.equals(VRAM_HOST_PATH)).isPresent();
     }
 
     public int maxRetries() {

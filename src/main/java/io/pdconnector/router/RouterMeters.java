@@ -29,6 +29,7 @@ final class RouterMeters {
         for (String reason : RetryPolicy.RETRIED_DECLINES) {
             retried(reason, 0);
         }
+        retried(RetryPolicy.VRAM_HOST_PATH, 0);
         retried(RetryPolicy.PREFILL_FAILED, 0);
         retried(RetryPolicy.DECODE_FAILED, 0);
         ABORT_CAUSES.forEach(cause -> aborted(cause, 0));

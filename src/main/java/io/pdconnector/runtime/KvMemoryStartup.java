@@ -4,6 +4,7 @@ import io.pdconnector.config.ConnectorSettings;
 import io.pdconnector.config.KvMemory;
 import io.pdconnector.config.LoadFailurePolicy;
 import io.pdconnector.config.PdConfig;
+import io.pdconnector.config.VramHostPath;
 import io.pdconnector.cuda.CudaDriver;
 import io.pdconnector.cuda.GpuSelector;
 import io.pdconnector.cuda.VramSelfTest;
@@ -46,6 +47,7 @@ public class KvMemoryStartup {
             return;
         }
         requireOneSideWithoutRecompute(config);
+        requireTransportReport(config, System.getenv());
         long poolBytes = config.kv().numBlocks() * ConnectorSettings.geometry(config.model()).blockBytes(config.tpSize());
         Path ucxModules = new NixlHome(Path.of(config.nixl().home()).toAbsolutePath().normalize()).ucxModuleDir();
         VramSelfTest.Passed passed = VramSelfTest.run(new VramSelfTest.Inputs(CudaDriver::load, () -> ranks(config),
@@ -71,6 +73,25 @@ public class KvMemoryStartup {
         if (config.role().consumer() && config.consumer().failurePolicy() == LoadFailurePolicy.RECOMPUTE) {
             throw new VramStartupException("pd.kv.memory=vram cannot recompute into D's KV: the reference engine "
                     + "writes host memory and the KV is in GPU memory; set pd.consumer.failure-policy=fail");
+        }
+    }
+
+    /**
+     * A decoder that refuses host paths learns each peer's transport from UCX's protocol report, which it can read
+     * only if it gave UCX its log file ({@code nixl.UcxProtocolLog}): an environment that sets either UCX setting
+     * would leave every transport unknown, so it is refused before any GPU is touched.
+     */
+    static void requireTransportReport(PdConfig config, java.util.Map<String, String> environment) {
+        if (!config.role().consumer() || config.kv().vramHostPath() == VramHostPath.allow) {
+            return;
+        }
+        for (String own : List.of("UCX_PROTO_INFO", "UCX_LOG_FILE")) {
+            if (environment.containsKey(own)) {
+                throw new VramStartupException("pd.kv.memory=vram: a decoder learns which transport reads each"
+                        + " peer's GPU memory from UCX's protocol report, which pd-connector sets up itself, and the"
+                        + " environment sets " + own + "=" + environment.get(own) + ": unset it, or set"
+                        + " pd.kv.vram-host-path=allow to serve READs whatever path they take");
+            }
         }
     }
 

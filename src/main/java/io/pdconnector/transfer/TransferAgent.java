@@ -1,6 +1,7 @@
 package io.pdconnector.transfer;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * One NIXL agent. Not thread-safe by design: the connector's step loop is its only caller, which
@@ -88,6 +89,14 @@ public interface TransferAgent extends AutoCloseable {
 
     /** Regions, prepared lists and READs this agent still holds. */
     int openHandles();
+
+    /**
+     * The READ paths the transfer library reported for this agent since the last call, oldest first
+     * ({@link ReadPath}): what it selected for the READs this agent posted. Empty where it reports none.
+     */
+    default List<ReadPath> readPaths() {
+        return List.of();
+    }
 
     @Override
     void close();

@@ -16,7 +16,9 @@ import java.util.TreeSet;
  * docs/gpu.md) held to what CUDA IPC between its two containers needs: one PID namespace
  * ({@code shareProcessNamespace}), the same one GPU in both (one DRA claim both name; not the device plugin,
  * which gives each container its own), the sidecar told which GPU ({@code pd.kv.gpu-uuid}), no PyTorch
- * expandable segments in vLLM (the plugin refuses them), an attention backend the plugin's GPU copies know.
+ * expandable segments in vLLM (the plugin refuses them), an attention backend the plugin's GPU copies know; and
+ * to what reading another pod's GPU memory needs in the overlay's topology (docs/gpu.md, "Topologies"): an RDMA
+ * device and {@code IPC_LOCK} for pd-connector, whose host-path refusal stays on.
  * {@link VllmContainerCheck} calls it in place of its shared-KV-file and CPU-memory checks.
  */
 final class GpuPodCheck {
@@ -63,6 +65,19 @@ final class GpuPodCheck {
                 + "plugin's GPU copies know " + GPU_COPY_BACKENDS + ", set (vLLM's pick differs by GPU), got " + backend);
         assertEquals(vllm.at("/resources/limits/memory").asText(), vllm.at("/resources/requests/memory").asText(),
                 pod + ": vLLM's requests = limits");
+        boolean rdma = false;
+        for (var limit : (Iterable<Map.Entry<String, JsonNode>>) () -> sidecar.at("/resources/limits").fields()) {
+            rdma |= limit.getKey().startsWith("rdma/");
+        }
+        assertTrue(rdma, pod + ": pd-connector has an RDMA device (an rdma/ resource): P and D are separate pods,"
+                + " so UCX reads a peer's GPU memory with GPUDirect RDMA (docs/gpu.md, \"Topologies\")");
+        boolean ipcLock = false;
+        for (JsonNode cap : sidecar.at("/securityContext/capabilities/add")) {
+            ipcLock |= cap.asText().equals("IPC_LOCK");
+        }
+        assertTrue(ipcLock, pod + ": pd-connector may pin memory for RDMA (capabilities.add: IPC_LOCK)");
+        assertEquals(io.pdconnector.config.VramHostPath.refuse, config.kv().vramHostPath(), pod
+                + ": pd.kv.vram-host-path stays refuse, so a READ of GPU memory over a host path is refused, not slow");
         long uid = runAsUser(spec, sidecar);
         assertTrue(uid > 0 && uid == runAsUser(spec, vllm), pod + ": vLLM runs as the sidecar's set non-root uid "
                 + "(CUDA IPC between processes of one user)");

@@ -34,7 +34,8 @@ class GpuPodCheckTest {
                 image: pd-connector:jvm
                 restartPolicy: Always
                 ports: [{name: http, containerPort: 8080}]
-                resources: {claims: [{name: gpu}]}
+                securityContext: {capabilities: {add: [IPC_LOCK]}}
+                resources: {claims: [{name: gpu}], limits: {rdma/rdma_shared_device_a: 1}}
             containers:
               - name: vllm
                 image: vllm-pd-connector-gpu:v0.32.0
@@ -98,6 +99,10 @@ class GpuPodCheckTest {
                         .set(5, "--seed=1")),
                 broken("a CPU KV buffer", "kv_buffer_device", s -> ((ArrayNode) s.at("/containers/0/args"))
                         .set(6, s.at("/containers/0/args/6").asText().replace("\"cuda\"", "\"cpu\""))),
+                broken("the sidecar without an RDMA device", "RDMA device", s -> ((ObjectNode) s.at(
+                        "/initContainers/0/resources")).remove("limits")),
+                broken("the sidecar unable to pin memory", "IPC_LOCK", s -> ((ObjectNode) s.at("/initContainers/0"))
+                        .remove("securityContext")),
                 broken("vLLM as another uid", "sidecar's set non-root uid", s -> ((ObjectNode) s.at("/containers/0"))
                         .putObject("securityContext").put("runAsUser", 0)));
     }
@@ -109,6 +114,14 @@ class GpuPodCheckTest {
         breakIt.accept(spec);
         AssertionFailedError e = assertThrows(AssertionFailedError.class, () -> check(spec, SIDECAR_ENV), what);
         assertTrue(e.getMessage().contains(saying), what + ": the failure says what is wrong: " + e.getMessage());
+    }
+
+    @Test
+    void aSidecarThatAllowsHostPathsForGpuMemoryFails() throws Exception {
+        Map<String, String> env = new HashMap<>(SIDECAR_ENV);
+        env.put("PD_KV_VRAM_HOST_PATH", "allow");
+        AssertionFailedError e = assertThrows(AssertionFailedError.class, () -> check(pod(), env));
+        assertTrue(e.getMessage().contains("pd.kv.vram-host-path"), e.getMessage());
     }
 
     @Test

@@ -152,6 +152,29 @@ class ServiceSeedScenarioIT {
             assertEquals(3 * GEOMETRY.blockBytes(1), pulled.path("bytes").asLong());
             assertKvEquals(referenceKv(tokens), readKv(pair.d(), id, pulled), pair.d().name + " " + id);
             awaitMetric(pair.p(), "pd_leases_released_by_readers_total", releasedBefore + 1);
+            assertHostTransportReported(pair.d(), pair.p());
+        }
+    }
+
+    /** D learned from UCX's own report which transport its READs of P's host memory took, and exports it. */
+    private static void assertHostTransportReported(ServiceProcess d, ServiceProcess p) throws Exception {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("^pd_kv_read_transport\\{([^}]*)}\\s+1\\.0$",
+                java.util.regex.Pattern.MULTILINE).matcher(d.get("/q/metrics").text());
+        List<String> transports = new ArrayList<>();
+        while (m.find()) {
+            String labels = m.group(1);
+            if (labels.contains("peer=\"it-" + p.name + "\"")) {
+                assertTrue(labels.contains("kv_memory=\"host\""), labels);
+                assertTrue(labels.contains("decode_rank=\"0\"") && labels.contains("prefill_rank=\"0\""), labels);
+                java.util.regex.Matcher t = java.util.regex.Pattern.compile("transport=\"([^\"]*)\"").matcher(labels);
+                assertTrue(t.find(), labels);
+                transports.add(t.group(1));
+            }
+        }
+        assertEquals(1, transports.size(), d.name + " reports one transport for " + p.name + ": " + transports);
+        for (String t : transports.getFirst().split("\\+")) {
+            assertTrue(List.of("cma", "tcp", "posix", "sysv", "xpmem", "knem").contains(t),
+                    "a host transport UCX names, not " + transports);
         }
     }
 

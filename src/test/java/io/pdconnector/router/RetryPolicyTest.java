@@ -30,6 +30,14 @@ class RetryPolicyTest {
     }
 
     @Test
+    void aDecoderThatReadsThisPsGpuMemoryOnlyOverAHostPathIsRetriedOnAnotherP() {
+        Failure refused = decode(422, "vram-host-path");
+        assertEquals(Optional.of("vram_host_path"), RetryPolicy.retryReason(refused));
+        assertTrue(RetryPolicy.blamesProducer(refused), "another P may be reachable over a GPU transport");
+        assertTrue(RetryPolicy.abortsProducer(refused));
+    }
+
+    @Test
     void whatWouldFailAgainIsTheAnswer() {
         for (Failure f : List.of(decode(409, "timeout"), decode(409, "aborted"), decode(409, "peer_mismatch"),
                 decode(409, null), decode(400, "validation-failed"), decode(422, "incompatible-peer"),

@@ -92,6 +92,23 @@ class KvMemoryStartupTest {
                 recompute.getMessage());
     }
 
+    @Test
+    void aDecoderWhoseEnvironmentTakesUcxsProtocolReportIsRefusedUnlessHostPathsAreAllowed() {
+        PdConfig d = config("pd.role", "consumer", "pd.kv.memory", "vram", "pd.kv.gpu-uuid", A);
+        VramStartupException e = assertThrows(VramStartupException.class,
+                () -> KvMemoryStartup.requireTransportReport(d, java.util.Map.of("UCX_LOG_FILE", "/var/log/ucx.log")));
+        assertTrue(e.getMessage().contains("the environment sets UCX_LOG_FILE=/var/log/ucx.log: unset it, or set"
+                + " pd.kv.vram-host-path=allow"), e.getMessage());
+        assertThrows(VramStartupException.class,
+                () -> KvMemoryStartup.requireTransportReport(d, java.util.Map.of("UCX_PROTO_INFO", "y")));
+
+        KvMemoryStartup.requireTransportReport(d, java.util.Map.of("UCX_TLS", "all"));
+        KvMemoryStartup.requireTransportReport(config("pd.role", "consumer", "pd.kv.memory", "vram",
+                "pd.kv.gpu-uuid", A, "pd.kv.vram-host-path", "allow"), java.util.Map.of("UCX_LOG_FILE", "/x"));
+        KvMemoryStartup.requireTransportReport(config("pd.role", "producer", "pd.kv.memory", "vram",
+                "pd.kv.gpu-uuid", A), java.util.Map.of("UCX_LOG_FILE", "/x"));
+    }
+
     private static void assertRefused(String start, String... keyValues) {
         VramStartupException e = assertThrows(VramStartupException.class, () -> KvMemoryStartup.ranks(config(keyValues)));
         assertTrue(e.getMessage().startsWith(start), e.getMessage());

@@ -8,9 +8,12 @@ import io.pdconnector.transfer.KvPools;
 import io.pdconnector.transfer.MemoryType;
 import io.pdconnector.transfer.PoolShare;
 import io.pdconnector.transfer.PreparedDescriptors;
+import io.pdconnector.transfer.ReadPath;
+import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferEngine;
 import io.pdconnector.transfer.TransferException;
+import io.pdconnector.transfer.TransferStatus;
 import io.pdconnector.transfer.loopback.LoopbackTransferEngine;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -18,7 +21,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Loopback agents that can also register "VRAM" (a fake {@link DeviceMemory}), and {@link KvPools} whose
@@ -35,6 +40,28 @@ public final class DeviceMemoryEngine implements TransferEngine {
     private final Set<DeviceRegion> registered = Collections.synchronizedSet(new HashSet<>());
     /** Set to make the next pool fail after its registration (the pool undoes it). */
     public volatile RuntimeException failNextPool;
+    /**
+     * True: a READ over a VRAM list is accepted and done at once, moving nothing (what it would move is not what
+     * such a test checks); false, the default: it fails at its post, as loopback cannot move VRAM.
+     */
+    public volatile boolean vramReadsComplete;
+    /** What an agent's next {@code readPaths()} returns, by agent name: taken once, as a library reports once. */
+    public final Map<String, List<ReadPath>> nextReadPaths = new ConcurrentHashMap<>();
+
+    /** A READ over VRAM lists that {@link #vramReadsComplete} accepted: identity matters, so a class. */
+    private static final class VramRead implements ReadRequest {
+        private final int count;
+
+        VramRead(int count) {
+            this.count = count;
+        }
+
+        @Override public String remoteAgent() { return "remote"; }
+        @Override public int descriptorCount() { return count; }
+        @Override public long bytes() { return 0; }
+    }
+
+    private final Set<VramRead> vramReads = Collections.synchronizedSet(new HashSet<>());
 
     /** A VRAM list "prepared" on loopback: identity matters, so a class, not a record. */
     private static final class VramList implements PreparedDescriptors {
@@ -82,7 +109,17 @@ public final class DeviceMemoryEngine implements TransferEngine {
                         case "openHandles" -> {
                             return agent.openHandles() + (int) registered.stream()
                                     .filter(r -> r.label().startsWith(name)).count()
-                                    + (int) vramLists.stream().filter(l -> l.owner().equals(name)).count();
+                                    + (int) vramLists.stream().filter(l -> l.owner().equals(name)).count()
+                                    + vramReads.size();
+                        }
+                        case "readPaths" -> {
+                            List<ReadPath> next = nextReadPaths.remove(name);
+                            return next == null ? List.of() : next;
+                        }
+                        case "status" -> {
+                            if (args[0] instanceof VramRead) {
+                                return TransferStatus.DONE;
+                            }
                         }
                         case "close" -> {
                             if (registered.stream().anyMatch(r -> r.label().startsWith(name))
@@ -107,10 +144,19 @@ public final class DeviceMemoryEngine implements TransferEngine {
                                 vramLists.remove(held);
                                 return null;
                             }
+                            if (args[0] instanceof VramRead read) {
+                                vramReads.remove(read);
+                                return null;
+                            }
                         }
                         case "postRead" -> {
                             if (args[0] instanceof VramList || args[2] instanceof VramList) {
-                                throw TransferException.of("postRead(" + name + ", VRAM)", -2);
+                                if (!vramReadsComplete) {
+                                    throw TransferException.of("postRead(" + name + ", VRAM)", -2);
+                                }
+                                VramRead read = new VramRead(((int[]) args[1]).length);
+                                vramReads.add(read);
+                                return read;
                             }
                         }
                         default -> { }

@@ -408,7 +408,7 @@ public abstract class TransferAgentContract {
         }
     }
 
-    private void release(Prepared lists, ReadRequest read) {
+    protected void release(Prepared lists, ReadRequest read) {
         if (read != null) {
             d.release(read);
         }

@@ -4,6 +4,7 @@ import io.pdconnector.transfer.DescriptorList;
 import io.pdconnector.transfer.NativeStatus;
 import io.pdconnector.transfer.NotificationSink;
 import io.pdconnector.transfer.PreparedDescriptors;
+import io.pdconnector.transfer.ReadPath;
 import io.pdconnector.transfer.ReadRequest;
 import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
@@ -12,6 +13,7 @@ import io.pdconnector.transfer.TransferStatus;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
@@ -196,6 +198,11 @@ final class FaultInjectingAgent implements TransferAgent {
     /** Late copies still waiting; they are lost if the agent closes first, as on a network. */
     int delayedNotifications() {
         return delayed.size();
+    }
+
+    @Override
+    public List<ReadPath> readPaths() {
+        return inner.readPaths();
     }
 
     @Override
