@@ -181,7 +181,7 @@ public record ConsumerConfig(
             return this;
         }
 
-        /** pd.kv.vram-host-path=allow: READs of GPU memory are served over a host path too. */
+        /** pd.kv.vram-host-path=allow: READs of a producer's GPU memory are served over a host path too. */
         public Builder vramHostPathAllowed(boolean allowed) {
             this.vramHostPathAllowed = allowed;
             return this;

@@ -20,8 +20,8 @@ import org.jboss.logging.Logger;
  * the library prints while a READ is posted is that READ's. UCX prints one table per endpoint configuration and
  * memory kinds, so a peer whose READs print none shares an earlier peer's selection: it takes what the earlier
  * paths of its agent agree on, or is undetermined where they differ. Each channel's transport is logged and
- * reported when first known and whenever it changes; a READ of GPU memory over anything but a GPU transport
- * refuses its peer ({@link HostPathRefusal}) unless {@code pd.kv.vram-host-path=allow}.
+ * reported when first known and whenever it changes; a READ of a producer's GPU memory over anything but a GPU
+ * transport refuses its peer ({@link HostPathRefusal}) unless {@code pd.kv.vram-host-path=allow}.
  */
 final class ReadTransports {
 
@@ -37,19 +37,26 @@ final class ReadTransports {
         this.environment = Map.copyOf(environment);
     }
 
-    /** After a block READ on {@code channel} was posted (whether or not the post succeeded). */
+    /**
+     * After a block READ on {@code channel} was posted (whether or not the post succeeded). With nothing new
+     * reported for a channel already known, as after almost every post, it allocates nothing.
+     */
     void posted(RemotePeer peer, SliceChannel channel) {
         TransferAgent agent = channel.rank().agent();
+        List<ReadPath> drained = drain(agent);
+        ChannelTransport transport = peer.transport(channel);
+        if (drained.isEmpty() && transport.known()) {
+            return;
+        }
         HandshakeMetadata source = peer.ranks().get(channel.slice().prefillRank());
         String local = ReadPath.memoryName(channel.rank().kv().memoryType());
         String remote = ReadPath.memoryName(source.kvInVram() ? MemoryType.VRAM : MemoryType.DRAM);
         List<ReadPath> fresh = new ArrayList<>();
-        for (ReadPath p : drain(agent)) {
+        for (ReadPath p : drained) {
             if (p.localMemory().equals(local) && p.remoteMemory().equals(remote)) {
                 fresh.add(p);
             }
         }
-        ChannelTransport transport = peer.transport(channel);
         boolean changed;
         if (!fresh.isEmpty()) {
             changed = transport.reported(fresh, channel.minReadBytes());
@@ -93,8 +100,8 @@ final class ReadTransports {
         state.observer.readTransport(peer.engineId(), d, q, remote, transport.label());
         LOG.infof("decode rank %d reads producer %s rank %d's KV (%s memory) into %s memory over %s", d,
                 peer.engineId(), q, remote, local, transport.describe());
-        boolean gpu = local.equals("cuda") || remote.equals("cuda");
-        if (!gpu || !transport.hostPath() || state.config.vramHostPathAllowed()) {
+        // P's KV in GPU memory is what a GPU transport serves; from P's host memory any path starts on the host
+        if (!remote.equals("cuda") || !transport.hostPath() || state.config.vramHostPathAllowed()) {
             return;
         }
         String why = HostPathRefusal.sentence(peer.engineId(), q, d, transport, environment);

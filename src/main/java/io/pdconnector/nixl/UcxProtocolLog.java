@@ -149,7 +149,7 @@ final class UcxProtocolLog {
             channel = FileChannel.open(file, StandardOpenOption.READ);
         }
         long size = channel.size();
-        if (size < offset) { // UCX started the file again (its size limit)
+        if (size < offset) { // the file was started again (truncated)
             offset = 0;
             partial.setLength(0);
         }

@@ -63,10 +63,15 @@ class ReadTransportTest {
     }
 
     private void fleet(boolean allowHostPath) throws Exception {
+        fleet(allowHostPath, true);
+    }
+
+    private void fleet(boolean allowHostPath, boolean producerInGpuMemory) throws Exception {
         engine.vramReadsComplete = true;
         p = new ProducerFixture(new LeaseScheduler(ProducerConfig.builder("p", Files.createTempDirectory("pd-state"))
                 .geometry(Cluster.SMALL).blocks(16, 4, 0).build(),
-                engine, registry, clock, LeaseObserver.NONE, Optional.of(engine.pools(0))));
+                engine, registry, clock, LeaseObserver.NONE,
+                producerInGpuMemory ? Optional.of(engine.pools(0)) : Optional.empty()));
         p.open();
         d = new ConsumerFixture(new PullScheduler(ConsumerConfig.builder("d").geometry(Cluster.SMALL).blocks(16)
                 .vramHostPathAllowed(allowHostPath).build(), engine, registry, clock, observer,
@@ -160,6 +165,17 @@ class ReadTransportTest {
 
         assertEquals(PullState.RECEIVED, pull("a").join().state());
         assertEquals(List.of("p d0 p0 cuda rc_mlx5"), reported);
+    }
+
+    @Test
+    void aProducersHostMemoryReadIntoGpuMemoryIsReportedNotRefused() throws Exception {
+        fleet(false, false);
+        engine.nextReadPaths.put("d-d0", List.of(new ReadPath("d-d0", "inter-node", "cuda", "host",
+                List.of(new ReadPath.Route(0, Long.MAX_VALUE, "zero-copy", List.of("tcp/eth0"))))));
+
+        assertEquals(PullState.RECEIVED, pull("a").join().state(), "P's KV starts on the host: no GPU path to miss");
+        assertEquals(PullState.RECEIVED, pull("b").join().state());
+        assertEquals(List.of("p d0 p0 host tcp"), reported);
     }
 
     @Test
