@@ -15,6 +15,8 @@ import io.pdconnector.transfer.RegisteredRegion;
 import io.pdconnector.transfer.TransferAgent;
 import io.pdconnector.transfer.TransferException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -171,7 +173,7 @@ final class RemotePeer {
         for (int k = 0; k <= groups.segments(); k++) {
             runsOfSegments[k] = s.runsOfSegments(g, ptp, dtp, k);
         }
-        long minReadBytes = java.util.Arrays.stream(runBytes).min().orElseThrow();
+        long minReadBytes = Arrays.stream(runBytes).min().orElseThrow();
         TransferAgent agent = rank.agent();
         var preparedRemote = agent.prepareRemote(remoteAgent, remote);
         try {
@@ -212,7 +214,7 @@ final class RemotePeer {
     }
 
     /** The remote agent names loaded for this peer (on any decode rank). */
-    java.util.Collection<String> loadedNames() {
+    Collection<String> loadedNames() {
         return loaded.values();
     }
 

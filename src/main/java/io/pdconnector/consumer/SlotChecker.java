@@ -104,12 +104,14 @@ final class SlotChecker {
             ReadRequest read = channel.reader().agent().postRead(channel.local(), local, channel.remote(), remote, null);
             // timed from when the post returned, not from the step's start: a post that hung must not use up the READ's time
             channel.inFlight(new SlotRead(read, List.copyOf(batch), state.clock.millis()));
-            state.transports.postedSlots(channel.reader().agent());
             state.counters.slotReads.incrementAndGet();
             return true;
         } catch (TransferException e) {
             batch.forEach(Pull::slotReadFailed);
             return false;
+        } finally {
+            // what a failed post printed is this agent's too, not a later block READ's
+            state.transports.postedSlots(channel.reader().agent());
         }
     }
 

@@ -9,10 +9,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jboss.logging.Logger;
 
@@ -43,7 +45,7 @@ final class UcxProtocolLog {
     /** Matched by UCX (fnmatch, case-blind) against each selection's operation: READs only. */
     static final String READ_TABLES = "remote memory read*";
 
-    static final java.time.Duration FORWARD_PERIOD = java.time.Duration.ofSeconds(2);
+    static final Duration FORWARD_PERIOD = Duration.ofSeconds(2);
 
     private final Path file;
     private final String unavailable;
@@ -56,7 +58,7 @@ final class UcxProtocolLog {
     private long offset;
 
     private UcxProtocolLog(Path file, String unavailable, Supplier<MethodHandle> flushHandle,
-            java.util.function.Consumer<String> messages) {
+            Consumer<String> messages) {
         this.file = file;
         this.unavailable = unavailable;
         this.flushHandle = flushHandle;
@@ -68,7 +70,7 @@ final class UcxProtocolLog {
      * A report read from {@code file}, flushed through {@code flushHandle} (looked up at the first read); UCX's own
      * lines go to {@code messages}.
      */
-    static UcxProtocolLog at(Path file, Supplier<MethodHandle> flushHandle, java.util.function.Consumer<String> messages) {
+    static UcxProtocolLog at(Path file, Supplier<MethodHandle> flushHandle, Consumer<String> messages) {
         return new UcxProtocolLog(file, null, flushHandle, messages);
     }
 

@@ -18,6 +18,7 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.jboss.logging.Logger;
 
 /**
@@ -81,7 +82,7 @@ public class KvMemoryStartup {
      * only if it gave UCX its log file ({@code nixl.UcxProtocolLog}): an environment that sets either UCX setting
      * would leave every transport unknown, so it is refused before any GPU is touched.
      */
-    static void requireTransportReport(PdConfig config, java.util.Map<String, String> environment) {
+    static void requireTransportReport(PdConfig config, Map<String, String> environment) {
         if (!config.role().consumer() || config.kv().vramHostPath() == VramHostPath.allow) {
             return;
         }
