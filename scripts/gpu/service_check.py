@@ -1,4 +1,4 @@
-"""Check 5 of gpu_check.py: the whole VRAM path with the Java side. P's and D's pd-connectors run from the GPU bundle
+"""Check 4 of gpu_check.py: the whole VRAM path with the Java side. P's and D's pd-connectors run from the GPU bundle
 (scripts/gpu-bundle.sh: a jlinked runtime, the packaged app, the NIXL libraries the service and the image load) with
 pd.kv.memory=vram on this machine's GPU; the plugin's real PdWorker, as vLLM runs it, saves FlashAttention-layout CUDA
 caches into P's pool and loads D's pulls into a second cache, through the plugin's real HTTP client. About ten pulls
