@@ -41,6 +41,8 @@ final class NixlAgent implements TransferAgent, DeviceMemory {
     private final NixlReads reads;
     private final NixlNotifications notifications;
     private final NixlDeviceMemory deviceMemory;
+    private final UcxProtocolLog protocolLog;
+    private final String ucxWorker;
     private boolean closed;
 
     private NixlAgent(HelperBindings bindings, String name, MemorySegment agent) {
@@ -54,6 +56,8 @@ final class NixlAgent implements TransferAgent, DeviceMemory {
         this.reads = new NixlReads(bindings, agent, name, scratch, handles);
         this.notifications = new NixlNotifications(bindings, agent, scratch);
         this.deviceMemory = new NixlDeviceMemory(bindings, agent, scratch);
+        this.protocolLog = NativeLoader.protocolLog(); // set by the load that made the bindings, and never again
+        this.ucxWorker = UcxProtocolLog.workerName(name);
     }
 
     static NixlAgent create(HelperBindings bindings, String name, boolean progressThread, long delayUs,
@@ -76,7 +80,7 @@ final class NixlAgent implements TransferAgent, DeviceMemory {
     @Override
     public List<ReadPath> readPaths() {
         enter();
-        return NativeLoader.protocolLog().drain(name);
+        return protocolLog.drain(name, ucxWorker);
     }
 
     @Override

@@ -110,6 +110,14 @@ final class UcxProtocolLog {
         }
     }
 
+    /**
+     * The name UCX's tables give {@code agent}'s worker: the agent's, kept to {@link #WORKER_NAME_MAX} characters.
+     * An agent works it out once, as a drain follows each of its READ posts.
+     */
+    static String workerName(String agent) {
+        return agent.length() > WORKER_NAME_MAX ? agent.substring(0, WORKER_NAME_MAX) : agent;
+    }
+
     /** Null when UCX reports here; otherwise why it does not. */
     String unavailable() {
         return unavailable;
@@ -124,7 +132,7 @@ final class UcxProtocolLog {
      * agent in full; empty without a report. Tables of other agents found on the way are kept for their own
      * drains.
      */
-    synchronized List<ReadPath> drain(String agent) {
+    synchronized List<ReadPath> drain(String agent, String worker) {
         if (unavailable != null) {
             return List.of();
         }
@@ -133,8 +141,7 @@ final class UcxProtocolLog {
         } catch (IOException | RuntimeException e) {
             LOG.debugf(e, "UCX's protocol report at %s could not be read", file);
         }
-        List<ReadPath> mine = pending.remove(agent.length() > WORKER_NAME_MAX
-                ? agent.substring(0, WORKER_NAME_MAX) : agent);
+        List<ReadPath> mine = pending.remove(worker);
         if (mine == null) {
             return List.of();
         }

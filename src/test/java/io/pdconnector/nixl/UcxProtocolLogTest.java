@@ -48,6 +48,11 @@ class UcxProtocolLogTest {
                 + p + "+--------+-------------+------------------+\n";
     }
 
+    /** A drain as an agent makes it, with its worker's name as UCX keeps it. */
+    private static List<ReadPath> drain(UcxProtocolLog log, String agent) {
+        return log.drain(agent, UcxProtocolLog.workerName(agent));
+    }
+
     private static void append(Path file, String text) throws IOException {
         Files.writeString(file, text, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }
@@ -56,15 +61,15 @@ class UcxProtocolLogTest {
     void aDrainFlushesUcxAndHandsEachAgentItsOwnTablesOnce() throws Exception {
         Path file = dir.resolve("ucx.log");
         UcxProtocolLog log = log(file);
-        assertEquals(List.of(), log.drain("d-a"), "no file yet: UCX has written nothing");
+        assertEquals(List.of(), drain(log, "d-a"), "no file yet: UCX has written nothing");
         append(file, table("d-a", "cma/memory") + table("d-b", "tcp/lo"));
 
-        List<ReadPath> a = log.drain("d-a");
+        List<ReadPath> a = drain(log, "d-a");
         assertEquals(1, a.size());
         assertEquals("d-a", a.getFirst().agent());
         assertEquals(List.of("cma/memory"), a.getFirst().routes().getFirst().lanes());
-        assertEquals(List.of(), log.drain("d-a"), "once");
-        assertEquals(List.of("tcp/lo"), log.drain("d-b").getFirst().routes().getFirst().lanes(), "d-b's waited for it");
+        assertEquals(List.of(), drain(log, "d-a"), "once");
+        assertEquals(List.of("tcp/lo"), drain(log, "d-b").getFirst().routes().getFirst().lanes(), "d-b's waited for it");
         assertEquals(4, flushes.get(), "every drain flushed UCX's stream first");
     }
 
@@ -75,7 +80,7 @@ class UcxProtocolLogTest {
         String agent = "prefill-engine-with-a-long-name-in-a-fleet-d0";
         append(file, table(agent.substring(0, UcxProtocolLog.WORKER_NAME_MAX), "cma/memory"));
 
-        List<ReadPath> mine = log.drain(agent);
+        List<ReadPath> mine = drain(log, agent);
         assertEquals(1, mine.size());
         assertEquals(agent, mine.getFirst().agent(), "named after the agent in full");
     }
@@ -90,7 +95,7 @@ class UcxProtocolLogTest {
         log.forward();
         assertEquals(1, messages.size());
         assertTrue(messages.getFirst().contains("transport 'cuda_ipc' is not available"), messages.getFirst());
-        assertEquals(1, log.drain("d-a").size(), "the table the forwarder read waited for d-a");
+        assertEquals(1, drain(log, "d-a").size(), "the table the forwarder read waited for d-a");
     }
 
     @Test
@@ -99,9 +104,9 @@ class UcxProtocolLogTest {
         UcxProtocolLog log = log(file);
         String t = table("d-a", "cma/memory");
         append(file, t.substring(0, t.length() - 20));
-        assertEquals(List.of(), log.drain("d-a"));
+        assertEquals(List.of(), drain(log, "d-a"));
         append(file, t.substring(t.length() - 20));
-        assertEquals(1, log.drain("d-a").size());
+        assertEquals(1, drain(log, "d-a").size());
     }
 
     @Test
@@ -109,16 +114,16 @@ class UcxProtocolLogTest {
         Path file = dir.resolve("ucx.log");
         UcxProtocolLog log = log(file);
         append(file, table("d-a", "cma/memory") + table("d-a", "cma/memory"));
-        assertEquals(2, log.drain("d-a").size());
+        assertEquals(2, drain(log, "d-a").size());
         Files.writeString(file, table("d-a", "tcp/lo")); // rotated: shorter than what was read
 
-        assertEquals(List.of("tcp/lo"), log.drain("d-a").getFirst().routes().getFirst().lanes());
+        assertEquals(List.of("tcp/lo"), drain(log, "d-a").getFirst().routes().getFirst().lanes());
     }
 
     @Test
     void withoutAReportNothingIsReadAndWhySays() {
         UcxProtocolLog none = UcxProtocolLog.none("the environment sets UCX_LOG_FILE=/x");
-        assertEquals(List.of(), none.drain("d-a"));
+        assertEquals(List.of(), drain(none, "d-a"));
         assertEquals("the environment sets UCX_LOG_FILE=/x", none.unavailable());
     }
 }
